@@ -1,0 +1,19 @@
+// Command kvstore-apiserver serves the kvstore.io API as a Kubernetes
+// aggregated API server.
+package main
+
+import (
+	"os"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/cmd/server"
+)
+
+func main() {
+	ctx := genericapiserver.SetupSignalContext()
+	os.Exit(cli.Run(server.NewCommand(ctx, server.NewOptions())))
+}

@@ -1,0 +1,247 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// KeyValueStore is a replicated key-value store: a StatefulSet of data
+// replicas with persistent volumes, optionally fronted by a stateless proxy
+// Deployment. The kvstore-apiserver controller creates and repairs those
+// workloads and runs an ordered teardown before the object is removed.
+type KeyValueStore struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the store.
+	// +optional
+	Spec KeyValueStoreSpec `json:"spec,omitempty"`
+
+	// Status is the most recently observed state of the store. It is written
+	// by the controller through the /status subresource and is read-only here.
+	// +optional
+	Status KeyValueStoreStatus `json:"status,omitempty"`
+}
+
+// KeyValueStoreSpec is the desired state of a KeyValueStore.
+type KeyValueStoreSpec struct {
+	// Replicas is the number of data replicas (StatefulSet Pods), from 1 to 9.
+	// An odd number is recommended: an even one adds no quorum.
+	// +optional
+	// +default=3
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image is the container image of the data replicas, for example
+	// "redis:7.2". Changing it rolls the StatefulSet one Pod at a time.
+	Image string `json:"image"`
+
+	// Port is the TCP port the data replicas listen on, from 1 to 65535.
+	// +optional
+	// +default=6379
+	Port int32 `json:"port,omitempty"`
+
+	// Storage is the persistent volume each data replica gets.
+	// Immutable after creation, like a StatefulSet's volumeClaimTemplates.
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Proxy configures the optional stateless proxy tier, a Deployment named
+	// <name>-proxy created once the data replicas are ready.
+	// +optional
+	Proxy *ProxySpec `json:"proxy,omitempty"`
+
+	// Backup configures a final backup Job run before the store's data
+	// replicas are torn down on deletion. Without it no backup is taken.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// PersistentVolumeClaimRetentionPolicy says what happens to the data
+	// replicas' PersistentVolumeClaims when the store is deleted.
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+
+	// Paused stops the controller from changing the store's workloads.
+	// Status is still reported. Deletion of a paused store still runs the
+	// teardown, since the finalizer must eventually be released.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// StorageSpec describes the persistent volume of each data replica.
+type StorageSpec struct {
+	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
+	// greater than zero.
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName is the StorageClass of the volumes. When unset the
+	// cluster's default StorageClass is used.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ProxySpec describes the stateless proxy tier.
+type ProxySpec struct {
+	// Replicas is the number of proxy Pods, from 0 to 20. Zero means no proxy
+	// tier.
+	// +optional
+	// +default=0
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image is the proxy's container image. Required when replicas > 0.
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// BackupSpec describes the final backup Job run before teardown.
+type BackupSpec struct {
+	// Image is the container image of the backup Job.
+	Image string `json:"image"`
+
+	// Command is the entrypoint of the backup container. When empty the
+	// image's own entrypoint runs. The container gets the environment
+	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
+	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty"`
+
+	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
+	// seconds. After it the backup counts as failed.
+	// +optional
+	// +default=600
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+}
+
+// PersistentVolumeClaimRetentionPolicyType is what happens to the data
+// replicas' PersistentVolumeClaims on deletion.
+// +enum
+type PersistentVolumeClaimRetentionPolicyType string
+
+const (
+	// RetainPersistentVolumeClaimRetentionPolicyType keeps the claims (and so
+	// the data) after the store is deleted.
+	RetainPersistentVolumeClaimRetentionPolicyType PersistentVolumeClaimRetentionPolicyType = "Retain"
+	// DeletePersistentVolumeClaimRetentionPolicyType deletes the claims as the
+	// last step of teardown.
+	DeletePersistentVolumeClaimRetentionPolicyType PersistentVolumeClaimRetentionPolicyType = "Delete"
+)
+
+// PersistentVolumeClaimRetentionPolicy says what happens to the claims.
+type PersistentVolumeClaimRetentionPolicy struct {
+	// WhenDeleted is Retain (the default: claims and data survive the store)
+	// or Delete (claims are deleted after the data replicas are gone).
+	// +optional
+	// +default="Retain"
+	WhenDeleted PersistentVolumeClaimRetentionPolicyType `json:"whenDeleted,omitempty"`
+}
+
+// KeyValueStorePhase is a coarse summary of where a store is in its life.
+// +enum
+type KeyValueStorePhase string
+
+const (
+	// PhasePending: accepted, nothing created yet.
+	PhasePending KeyValueStorePhase = "Pending"
+	// PhaseCreating: workloads exist but are not yet all ready.
+	PhaseCreating KeyValueStorePhase = "Creating"
+	// PhaseReady: every data replica (and proxy replica) is ready at the current spec.
+	PhaseReady KeyValueStorePhase = "Ready"
+	// PhaseUpgrading: a change of image or replicas is rolling out.
+	PhaseUpgrading KeyValueStorePhase = "Upgrading"
+	// PhaseDegraded: the store was ready and has lost ready replicas.
+	PhaseDegraded KeyValueStorePhase = "Degraded"
+	// PhaseTerminating: the store is being deleted and teardown runs.
+	PhaseTerminating KeyValueStorePhase = "Terminating"
+	// PhaseFailed: the spec cannot be realised; see the conditions.
+	PhaseFailed KeyValueStorePhase = "Failed"
+)
+
+// Condition types reported in status.conditions.
+const (
+	// ConditionAvailable is True while every data replica is ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the workloads move toward the spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when ready replicas were lost.
+	ConditionDegraded = "Degraded"
+	// ConditionBackupSucceeded reports the final backup before deletion.
+	ConditionBackupSucceeded = "BackupSucceeded"
+)
+
+const (
+	// TeardownFinalizer is added by the server to every KeyValueStore at
+	// create; the controller removes it once teardown has finished.
+	TeardownFinalizer = "kvstore.io/teardown"
+	// SkipFinalBackupAnnotation set to "true" lets teardown go on without the
+	// final backup, the documented way out of a backup that keeps failing.
+	SkipFinalBackupAnnotation = "kvstore.io/skip-final-backup"
+)
+
+// KeyValueStoreStatus is the observed state of a KeyValueStore.
+type KeyValueStoreStatus struct {
+	// Phase summarises the store's state: Pending, Creating, Ready,
+	// Upgrading, Degraded, Terminating or Failed.
+	// +optional
+	Phase KeyValueStorePhase `json:"phase,omitempty"`
+
+	// ObservedGeneration is the metadata.generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of data replica Pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of data replica Pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// UpdatedReplicas is the number of data replica Pods at the current spec.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// ProxyReadyReplicas is the number of proxy Pods that are ready.
+	// +optional
+	ProxyReadyReplicas int32 `json:"proxyReadyReplicas,omitempty"`
+
+	// CurrentImage is the image every data replica runs once a rollout has
+	// finished.
+	// +optional
+	CurrentImage string `json:"currentImage,omitempty"`
+
+	// LastBackupTime is when the final backup last succeeded.
+	// +optional
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+
+	// Selector is the label selector of the data replica Pods, in string form.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// Conditions are the latest observations of the store's state:
+	// Available, Progressing, Degraded and BackupSucceeded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// KeyValueStoreList is a list of KeyValueStores.
+type KeyValueStoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items is the list of KeyValueStores.
+	Items []KeyValueStore `json:"items"`
+}

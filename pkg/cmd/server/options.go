@@ -1,0 +1,170 @@
+// Package server turns command-line flags into a running kvstore-apiserver.
+package server
+
+import (
+	"fmt"
+	"net"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	basecompatibility "k8s.io/component-base/compatibility"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	netutils "k8s.io/utils/net"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
+	kvsopenapi "github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
+)
+
+// DefaultEtcdPathPrefix keeps our keys apart from kube-apiserver's if an etcd is shared.
+const DefaultEtcdPathPrefix = "/registry/kvstore.io"
+
+// Options are every flag of kvstore-apiserver.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+	ServerRun          *genericoptions.ServerRunOptions
+	Logs               *logsapi.LoggingConfiguration
+
+	// Standalone serves without a kube-apiserver: no delegated authn/authz
+	// (every request allowed), no webhooks or APF, loopback addresses only.
+	// For local development and tests against a bare etcd.
+	Standalone bool
+
+	// AlternateDNS are extra names for a self-signed serving certificate.
+	AlternateDNS []string
+
+	componentGlobals basecompatibility.ComponentGlobalsRegistry
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(
+			DefaultEtcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
+		),
+		ServerRun:        genericoptions.NewServerRunOptions(),
+		Logs:             logsapi.NewLoggingConfiguration(),
+		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// Unprivileged port: the server runs as non-root.
+	o.RecommendedOptions.SecureServing.BindPort = 8443
+	return o
+}
+
+// Flags returns the flags grouped as `--help` prints them.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	o.RecommendedOptions.AddFlags(fss.FlagSet("generic"))
+	o.ServerRun.AddUniversalFlags(fss.FlagSet("server"))
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
+	o.componentGlobals.AddFlags(fss.FlagSet("features"))
+
+	fs := fss.FlagSet("kvstore")
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Serve without a kube-apiserver: no delegated authentication or authorization (every request is allowed), no webhooks, no priority and fairness, no controller. Requires a loopback --bind-address. For local development only.")
+	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
+		"Extra DNS names for the self-signed serving certificate made when no --tls-cert-file is given.")
+	return fss
+}
+
+// Complete fills in what depends on other flags.
+func (o *Options) Complete() error {
+	if err := o.componentGlobals.Set(); err != nil {
+		return err
+	}
+	if o.Standalone {
+		if o.RecommendedOptions.SecureServing.BindAddress == nil || o.RecommendedOptions.SecureServing.BindAddress.IsUnspecified() {
+			o.RecommendedOptions.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
+		}
+		o.RecommendedOptions.CoreAPI = nil
+		o.RecommendedOptions.Admission = nil
+		o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+		o.RecommendedOptions.Authentication.RemoteKubeConfigFileOptional = true
+		o.RecommendedOptions.Authorization.RemoteKubeConfigFileOptional = true
+		o.RecommendedOptions.Authorization.AlwaysAllowGroups = append(o.RecommendedOptions.Authorization.AlwaysAllowGroups,
+			"system:unauthenticated", "system:authenticated")
+	}
+	return o.ServerRun.Complete()
+}
+
+// Validate reports every invalid flag at once.
+func (o *Options) Validate() error {
+	var errs []error
+	errs = append(errs, o.RecommendedOptions.Validate()...)
+	errs = append(errs, o.ServerRun.Validate()...)
+	errs = append(errs, o.componentGlobals.Validate()...)
+	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Standalone && !o.RecommendedOptions.SecureServing.BindAddress.IsLoopback() {
+		errs = append(errs, fmt.Errorf("--standalone allows every request, so --bind-address must be a loopback address, not %s", o.RecommendedOptions.SecureServing.BindAddress))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// Config turns the options into a server configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS,
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("create self-signed certificates: %w", err)
+	}
+
+	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(kvsopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIConfig.Info.Title = "kvstore-apiserver"
+	serverConfig.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(kvsopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIV3Config.Info.Title = "kvstore-apiserver"
+	serverConfig.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	serverConfig.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
+
+	if err := o.ServerRun.ApplyTo(&serverConfig.Config); err != nil {
+		return nil, err
+	}
+	// Etcd is applied below through a storage factory instead of the simple
+	// one RecommendedOptions would build.
+	etcd := o.RecommendedOptions.Etcd
+	o.RecommendedOptions.Etcd = nil
+	err := o.RecommendedOptions.ApplyTo(serverConfig)
+	o.RecommendedOptions.Etcd = etcd
+	if err != nil {
+		return nil, err
+	}
+	if err := etcd.ApplyWithStorageFactoryTo(o.storageFactory(serverConfig), &serverConfig.Config); err != nil {
+		return nil, err
+	}
+
+	return &apiserver.Config{GenericConfig: serverConfig}, nil
+}
+
+// storageFactory picks each resource's storage (encoding) version from the
+// scheme's version priority, so a later served version can be added while
+// objects stay stored as v1alpha1 until a deliberate migration.
+func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *serverstorage.DefaultStorageFactory {
+	storageConfig := o.RecommendedOptions.Etcd.StorageConfig
+	if storageConfig.StorageObjectCountTracker == nil {
+		storageConfig.StorageObjectCountTracker = c.StorageObjectCountTracker
+	}
+	resourceConfig := serverstorage.NewResourceConfig()
+	resourceConfig.EnableVersions(v1alpha1.SchemeGroupVersion)
+	return serverstorage.NewDefaultStorageFactory(
+		storageConfig,
+		o.RecommendedOptions.Etcd.DefaultStorageMediaType,
+		apiserver.Codecs,
+		serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion),
+		resourceConfig,
+		nil,
+	)
+}

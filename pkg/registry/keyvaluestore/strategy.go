@@ -1,0 +1,202 @@
+// Package keyvaluestore is the storage of the keyvaluestores resource: the
+// strategies that decide what create, update and /status may change, the
+// etcd-backed REST stores, field selectors and the table printed by kubectl.
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
+)
+
+// Strategy governs create, update and delete of the main resource.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+// NewStrategy returns the strategy of the main resource.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+}
+
+var (
+	_ rest.RESTCreateStrategy              = Strategy{}
+	_ rest.RESTUpdateStrategy              = Strategy{}
+	_ rest.RESTDeleteStrategy              = Strategy{}
+	_ rest.ResetFieldsStrategy             = Strategy{}
+	_ rest.RESTUpdateStrategy              = StatusStrategy{}
+	_ rest.ResetFieldsStrategy             = StatusStrategy{}
+	_ rest.GarbageCollectionDeleteStrategy = Strategy{}
+)
+
+// NamespaceScoped is true: a KeyValueStore lives in a namespace.
+func (Strategy) NamespaceScoped() bool { return true }
+
+// GetResetFields: the main endpoint never owns status, so server-side apply
+// through it cannot claim or change status fields.
+func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"kvstore.io/v1alpha1": fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// DefaultGarbageCollectionPolicy deletes owned objects in the background once
+// the finalizer has let the store go.
+func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageCollectionPolicy {
+	return rest.DeleteDependents
+}
+
+// PrepareForCreate wipes any client-sent status, starts the generation at 1
+// and adds the teardown finalizer so that no store exists unprotected.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	kvs := obj.(*kvstore.KeyValueStore)
+	kvs.Status = kvstore.KeyValueStoreStatus{}
+	kvs.Generation = 1
+	ensureTeardownFinalizer(kvs)
+}
+
+// PrepareForUpdate keeps the stored status, bumps the generation only when the
+// spec changed and puts the finalizer back if a client removed it from a store
+// that is not being deleted (only teardown may release it).
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newKVS := obj.(*kvstore.KeyValueStore)
+	oldKVS := old.(*kvstore.KeyValueStore)
+	newKVS.Status = oldKVS.Status
+	if !apiequality.Semantic.DeepEqual(newKVS.Spec, oldKVS.Spec) {
+		newKVS.Generation = oldKVS.Generation + 1
+	}
+	if newKVS.DeletionTimestamp == nil {
+		ensureTeardownFinalizer(newKVS)
+	}
+}
+
+func ensureTeardownFinalizer(kvs *kvstore.KeyValueStore) {
+	for _, f := range kvs.Finalizers {
+		if f == kvstore.TeardownFinalizer {
+			return
+		}
+	}
+	kvs.Finalizers = append(kvs.Finalizers, kvstore.TeardownFinalizer)
+}
+
+// Validate validates a new object.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateKeyValueStore(obj.(*kvstore.KeyValueStore))
+}
+
+// WarningsOnCreate returns advice that does not block the request.
+func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return specWarnings(&obj.(*kvstore.KeyValueStore).Spec)
+}
+
+// Canonicalize has nothing to normalise: defaulting already ran on decode.
+func (Strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: PUT of a missing store is a 404, as for StatefulSets.
+func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate lets `kubectl replace` work without a resourceVersion.
+func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// ValidateUpdate validates an update, including immutable fields.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateKeyValueStoreUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+}
+
+// WarningsOnUpdate repeats the create warnings, only when the spec changed.
+func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	newKVS, oldKVS := obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore)
+	if newKVS.Generation == oldKVS.Generation {
+		return nil
+	}
+	return specWarnings(&newKVS.Spec)
+}
+
+func specWarnings(spec *kvstore.KeyValueStoreSpec) []string {
+	var warnings []string
+	for _, img := range []struct {
+		path, image string
+	}{
+		{"spec.image", spec.Image},
+		{"spec.proxy.image", proxyImage(spec)},
+	} {
+		if img.image != "" && floatingTag(img.image) {
+			warnings = append(warnings, fmt.Sprintf("%s: %q has no tag or the tag \"latest\"; pin a version so replicas cannot drift apart", img.path, img.image))
+		}
+	}
+	if spec.Replicas != nil && *spec.Replicas%2 == 0 {
+		warnings = append(warnings, fmt.Sprintf("spec.replicas: %d is even; an odd number tolerates the same number of failures with one replica fewer", *spec.Replicas))
+	}
+	return warnings
+}
+
+func proxyImage(spec *kvstore.KeyValueStoreSpec) string {
+	if spec.Proxy == nil {
+		return ""
+	}
+	return spec.Proxy.Image
+}
+
+// floatingTag reports an image that names no tag, or "latest", and no digest.
+func floatingTag(image string) bool {
+	if strings.Contains(image, "@") {
+		return false
+	}
+	lastPart := image[strings.LastIndex(image, "/")+1:]
+	i := strings.LastIndex(lastPart, ":")
+	return i < 0 || lastPart[i+1:] == "latest"
+}
+
+// StatusStrategy governs the /status subresource: only status may change.
+type StatusStrategy struct {
+	Strategy
+}
+
+// NewStatusStrategy returns the strategy of the /status subresource.
+func NewStatusStrategy(s Strategy) StatusStrategy { return StatusStrategy{s} }
+
+// GetResetFields: /status never owns spec or the metadata it does not write.
+func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"kvstore.io/v1alpha1": fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "labels"),
+			fieldpath.MakePathOrDie("metadata", "annotations"),
+			fieldpath.MakePathOrDie("metadata", "finalizers"),
+			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
+		),
+	}
+}
+
+// PrepareForUpdate keeps everything but status from the stored object, so a
+// controller's stale copy can never roll back a user's spec or metadata.
+func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newKVS := obj.(*kvstore.KeyValueStore)
+	oldKVS := old.(*kvstore.KeyValueStore)
+	newKVS.Spec = oldKVS.Spec
+	newKVS.Labels = oldKVS.Labels
+	newKVS.Annotations = oldKVS.Annotations
+	newKVS.Finalizers = oldKVS.Finalizers
+	newKVS.OwnerReferences = oldKVS.OwnerReferences
+}
+
+// ValidateUpdate validates the new status.
+func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateKeyValueStoreStatusUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+}
+
+// WarningsOnUpdate has nothing to say about status.
+func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
