@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# gofmt, go vet, generated code current, go.mod tidy.
+set -o errexit -o nounset -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+
+echo ">> gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n "${unformatted}" ]]; then echo "not gofmt'ed:"; echo "${unformatted}"; exit 1; fi
+
+echo ">> go vet"
+go vet ./...
+
+echo ">> codegen"
+hack/verify-codegen.sh
+
+echo ">> go mod tidy"
+for dir in . hack/tools hack/tools/etcd; do
+  (cd "${dir}" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum \
+    && go mod tidy && if ! git diff --quiet -- go.mod go.sum; then
+      git diff -- go.mod go.sum; cp /tmp/verify.go.mod go.mod; cp /tmp/verify.go.sum go.sum
+      echo "go.mod/go.sum in ${dir} are not tidy: run go mod tidy there"; exit 1; fi)
+done
+echo "verify: OK"

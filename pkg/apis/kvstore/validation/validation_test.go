@@ -1,0 +1,702 @@
+package validation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+)
+
+// fieldErr is the part of a field.Error a test asserts on: its type and path.
+type fieldErr struct {
+	Type  field.ErrorType
+	Field string
+}
+
+func (e fieldErr) String() string { return fmt.Sprintf("%s %s", e.Type, e.Field) }
+
+func summarize(errs field.ErrorList) []fieldErr {
+	out := make([]fieldErr, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, fieldErr{Type: e.Type, Field: e.Field})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func expect(pairs ...fieldErr) []fieldErr {
+	out := append([]fieldErr{}, pairs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func invalid(path string) fieldErr      { return fieldErr{field.ErrorTypeInvalid, path} }
+func required(path string) fieldErr     { return fieldErr{field.ErrorTypeRequired, path} }
+func notSupported(path string) fieldErr { return fieldErr{field.ErrorTypeNotSupported, path} }
+func tooLong(path string) fieldErr      { return fieldErr{field.ErrorTypeTooLong, path} }
+func forbidden(path string) fieldErr    { return fieldErr{field.ErrorTypeForbidden, path} }
+
+const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// validKVS returns an internal object that passes create validation, as the
+// v1alpha1 defaulting would leave it.
+func validKVS() *kvstore.KeyValueStore {
+	return &kvstore.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "default"},
+		Spec: kvstore.KeyValueStoreSpec{
+			Replicas: ptr.To[int32](3),
+			Image:    "redis:7.2",
+			Port:     6379,
+			Storage:  kvstore.StorageSpec{Size: resource.MustParse("1Gi")},
+			PersistentVolumeClaimRetentionPolicy: &kvstore.PersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: kvstore.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+}
+
+func TestValidateKeyValueStore(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*kvstore.KeyValueStore)
+		want   []fieldErr
+	}{
+		{name: "valid minimal", mutate: func(*kvstore.KeyValueStore) {}},
+		{
+			name: "valid with every optional part",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Storage.StorageClassName = ptr.To("fast-ssd.example.com")
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoyproxy/envoy:v1.30.1"}
+				k.Spec.Backup = &kvstore.BackupSpec{
+					Image:                 "registry.example.com:5000/ops/backup:1.0",
+					Command:               []string{"/bin/backup", "--all"},
+					ActiveDeadlineSeconds: ptr.To[int64](600),
+				}
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = kvstore.DeletePersistentVolumeClaimRetentionPolicyType
+				k.Spec.Paused = true
+			},
+		},
+		{
+			name:   "nil retention policy is accepted",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.PersistentVolumeClaimRetentionPolicy = nil },
+		},
+
+		// metadata.name: DNS-1035 label of at most 52 characters.
+		{name: "name missing", mutate: func(k *kvstore.KeyValueStore) { k.Name = "" }, want: expect(required("metadata.name"))},
+		{name: "name starts with a digit", mutate: func(k *kvstore.KeyValueStore) { k.Name = "1demo" }, want: expect(invalid("metadata.name"))},
+		{name: "name upper case", mutate: func(k *kvstore.KeyValueStore) { k.Name = "Demo" }, want: expect(invalid("metadata.name"))},
+		{name: "name with a dot (valid DNS-1123 subdomain, not DNS-1035)", mutate: func(k *kvstore.KeyValueStore) { k.Name = "a.b" }, want: expect(invalid("metadata.name"))},
+		{name: "name ends with a dash", mutate: func(k *kvstore.KeyValueStore) { k.Name = "demo-" }, want: expect(invalid("metadata.name"))},
+		{name: "name of 52 characters", mutate: func(k *kvstore.KeyValueStore) { k.Name = "a" + strings.Repeat("b", 51) }},
+		{name: "name of 53 characters", mutate: func(k *kvstore.KeyValueStore) { k.Name = "a" + strings.Repeat("b", 52) }, want: expect(invalid("metadata.name"))},
+		{
+			name:   "name of 64 characters breaks DNS-1035 and the 52 limit",
+			mutate: func(k *kvstore.KeyValueStore) { k.Name = "a" + strings.Repeat("b", 63) },
+			want:   expect(invalid("metadata.name"), invalid("metadata.name")),
+		},
+		{
+			name:   "generateName prefix may end with a dash",
+			mutate: func(k *kvstore.KeyValueStore) { k.GenerateName = "demo-" },
+		},
+		{
+			name:   "generateName prefix must be DNS-1035",
+			mutate: func(k *kvstore.KeyValueStore) { k.GenerateName = "1demo-" },
+			want:   expect(invalid("metadata.generateName")),
+		},
+		{name: "namespace missing", mutate: func(k *kvstore.KeyValueStore) { k.Namespace = "" }, want: expect(required("metadata.namespace"))},
+
+		// spec.replicas: required, 1..9.
+		{name: "replicas missing", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = nil }, want: expect(required("spec.replicas"))},
+		{name: "replicas 0", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](0) }, want: expect(invalid("spec.replicas"))},
+		{name: "replicas negative", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](-1) }, want: expect(invalid("spec.replicas"))},
+		{name: "replicas 1", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](1) }},
+		{name: "replicas 9", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](9) }},
+		{name: "replicas 10", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](10) }, want: expect(invalid("spec.replicas"))},
+
+		// spec.image.
+		{name: "image missing", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "" }, want: expect(required("spec.image"))},
+		{name: "image of 512 characters", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = strings.Repeat("a", 512) }},
+		{name: "image too long", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = strings.Repeat("a", 513) }, want: expect(tooLong("spec.image"))},
+		{name: "image leading whitespace", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = " redis:7.2" }, want: expect(invalid("spec.image"))},
+		{name: "image trailing whitespace", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "redis:7.2\n" }, want: expect(invalid("spec.image"))},
+		{name: "image inner space", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "redis 7.2" }, want: expect(invalid("spec.image"))},
+		{name: "image upper-case repository", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "Redis:7.2" }, want: expect(invalid("spec.image"))},
+		{name: "image empty tag", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "redis:" }, want: expect(invalid("spec.image"))},
+		{name: "image tag too long", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "redis:" + strings.Repeat("t", 129) }, want: expect(invalid("spec.image"))},
+		{name: "image short digest", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "redis@sha256:abc" }, want: expect(invalid("spec.image"))},
+		{name: "image double slash", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "docker.io//redis" }, want: expect(invalid("spec.image"))},
+		{name: "image scheme", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Image = "https://docker.io/redis" }, want: expect(invalid("spec.image"))},
+
+		// spec.port: 1..65535.
+		{name: "port 0", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Port = 0 }, want: expect(invalid("spec.port"))},
+		{name: "port negative", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Port = -1 }, want: expect(invalid("spec.port"))},
+		{name: "port 1", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Port = 1 }},
+		{name: "port 65535", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Port = 65535 }},
+		{name: "port 65536", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Port = 65536 }, want: expect(invalid("spec.port"))},
+
+		// spec.storage.
+		{name: "storage size zero", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.Quantity{} }, want: expect(invalid("spec.storage.size"))},
+		{name: "storage size negative", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("-1Gi") }, want: expect(invalid("spec.storage.size"))},
+		{name: "storage size one byte", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1") }},
+		{name: "storage class DNS subdomain", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("standard") }},
+		{name: "storage class upper case", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("Fast") }, want: expect(invalid("spec.storage.storageClassName"))},
+		{name: "storage class underscore", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("fast_ssd") }, want: expect(invalid("spec.storage.storageClassName"))},
+		{name: "storage class empty string", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("") }, want: expect(invalid("spec.storage.storageClassName"))},
+		{
+			name:   "storage class too long and so two messages",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 254) + "-") },
+			want:   expect(invalid("spec.storage.storageClassName"), invalid("spec.storage.storageClassName")),
+		},
+
+		// spec.proxy.
+		{name: "proxy empty is no proxy", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{} }},
+		{name: "proxy 0 replicas without image", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](0)} }},
+		{name: "proxy 20 replicas", mutate: func(k *kvstore.KeyValueStore) {
+			k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](20), Image: "envoy:1"}
+		}},
+		{
+			name:   "proxy 21 replicas",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](21), Image: "envoy:1"} },
+			want:   expect(invalid("spec.proxy.replicas")),
+		},
+		{
+			name:   "proxy negative replicas",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](-1)} },
+			want:   expect(invalid("spec.proxy.replicas")),
+		},
+		{
+			name:   "proxy replicas without image",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1)} },
+			want:   expect(required("spec.proxy.image")),
+		},
+		{
+			name:   "proxy image validated even with 0 replicas",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](0), Image: "Envoy"} },
+			want:   expect(invalid("spec.proxy.image")),
+		},
+		{
+			name:   "proxy image too long",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1), Image: strings.Repeat("e", 513)} },
+			want:   expect(tooLong("spec.proxy.image")),
+		},
+
+		// spec.backup.
+		{
+			name:   "backup image missing",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{} },
+			want:   expect(required("spec.backup.image")),
+		},
+		{
+			name:   "backup image invalid",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:"} },
+			want:   expect(invalid("spec.backup.image")),
+		},
+		{
+			name:   "backup image whitespace",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1 "} },
+			want:   expect(invalid("spec.backup.image")),
+		},
+		{
+			name: "backup activeDeadlineSeconds zero",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", ActiveDeadlineSeconds: ptr.To[int64](0)}
+			},
+			want: expect(invalid("spec.backup.activeDeadlineSeconds")),
+		},
+		{
+			name: "backup activeDeadlineSeconds negative",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", ActiveDeadlineSeconds: ptr.To[int64](-5)}
+			},
+			want: expect(invalid("spec.backup.activeDeadlineSeconds")),
+		},
+		{
+			name: "backup activeDeadlineSeconds 1",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", ActiveDeadlineSeconds: ptr.To[int64](1)}
+			},
+		},
+		{
+			name:   "backup command[0] empty",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"", "--all"}} },
+			want:   expect(invalid("spec.backup.command[0]")),
+		},
+		{
+			name:   "backup later empty argument is allowed",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", ""}} },
+		},
+		{
+			name:   "backup empty command uses the entrypoint",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{}} },
+		},
+
+		// spec.persistentVolumeClaimRetentionPolicy.whenDeleted.
+		{
+			name: "retention unknown value",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "Never"
+			},
+			want: expect(notSupported("spec.persistentVolumeClaimRetentionPolicy.whenDeleted")),
+		},
+		{
+			name: "retention is case sensitive",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "delete"
+			},
+			want: expect(notSupported("spec.persistentVolumeClaimRetentionPolicy.whenDeleted")),
+		},
+		{
+			name: "retention empty (not defaulted)",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = ""
+			},
+			want: expect(notSupported("spec.persistentVolumeClaimRetentionPolicy.whenDeleted")),
+		},
+
+		{
+			name: "errors accumulate",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Name = ""
+				k.Spec.Replicas = nil
+				k.Spec.Image = ""
+				k.Spec.Port = 0
+				k.Spec.Storage.Size = resource.Quantity{}
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](3)}
+				k.Spec.Backup = &kvstore.BackupSpec{ActiveDeadlineSeconds: ptr.To[int64](0), Command: []string{""}}
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "x"
+			},
+			want: expect(
+				required("metadata.name"),
+				required("spec.replicas"),
+				required("spec.image"),
+				invalid("spec.port"),
+				invalid("spec.storage.size"),
+				required("spec.proxy.image"),
+				required("spec.backup.image"),
+				invalid("spec.backup.activeDeadlineSeconds"),
+				invalid("spec.backup.command[0]"),
+				notSupported("spec.persistentVolumeClaimRetentionPolicy.whenDeleted"),
+			),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kvs := validKVS()
+			tc.mutate(kvs)
+			errs := ValidateKeyValueStore(kvs)
+			want := tc.want
+			if want == nil {
+				want = []fieldErr{}
+			}
+			assert.Equal(t, want, summarize(errs), "errors: %v", errs)
+		})
+	}
+}
+
+func TestValidateImageForms(t *testing.T) {
+	valid := []string{
+		"redis",
+		"redis:7.2",
+		"redis:7.2.4-alpine3.19",
+		"redis:latest",
+		"library/redis:7",
+		"docker.io/library/redis:7.2",
+		"ghcr.io/org/team/sub/kv-store_x:v1.0.0",
+		"my__repo/a.b-c:1",
+		"localhost:5000/redis:7.2",
+		"registry.example.com:5000/team/kv/redis:7.2",
+		"Registry.Example.COM/redis",
+		"10.0.0.1:5000/redis",
+		"redis@" + digest,
+		"redis:7.2@" + digest,
+		"registry.example.com:443/a/b/c@" + digest,
+		"redis:" + strings.Repeat("t", 128),
+	}
+	for _, img := range valid {
+		t.Run("valid "+img, func(t *testing.T) {
+			assert.Empty(t, validateImage(img, field.NewPath("spec", "image")))
+		})
+	}
+
+	invalidRefs := []string{
+		"Redis",
+		"redis:",
+		":7.2",
+		"redis:.7",
+		"redis:-7",
+		"redis::7",
+		"/redis",
+		"redis/",
+		"redis@sha256:0123",
+		"redis@" + strings.TrimPrefix(digest, "sha256:"),
+		"redis@sha256:" + strings.Repeat("g", 64),
+		"registry.example.com:port/redis",
+		"-registry.example.com/redis",
+		"redis--:1",
+		"re dis",
+		"redis:7\t2",
+	}
+	for _, img := range invalidRefs {
+		t.Run("invalid "+img, func(t *testing.T) {
+			errs := validateImage(img, field.NewPath("spec", "image"))
+			require.Len(t, errs, 1)
+			assert.Equal(t, field.ErrorTypeInvalid, errs[0].Type)
+			assert.Equal(t, "spec.image", errs[0].Field)
+			assert.Equal(t, img, errs[0].BadValue)
+		})
+	}
+
+	t.Run("messages", func(t *testing.T) {
+		errs := validateImage("", field.NewPath("x"))
+		require.Len(t, errs, 1)
+		assert.Equal(t, field.ErrorTypeRequired, errs[0].Type)
+
+		errs = validateImage(" redis", field.NewPath("x"))
+		require.Len(t, errs, 1)
+		assert.Contains(t, errs[0].Detail, "whitespace")
+
+		errs = validateImage(strings.Repeat("a", 513), field.NewPath("x"))
+		require.Len(t, errs, 1)
+		assert.Equal(t, field.ErrorTypeTooLong, errs[0].Type)
+		assert.Contains(t, errs[0].Detail, "512")
+	})
+}
+
+func TestValidateKeyValueStoreErrorDetails(t *testing.T) {
+	kvs := validKVS()
+	kvs.Name = "a" + strings.Repeat("b", 52)
+	kvs.Spec.Replicas = ptr.To[int32](10)
+	kvs.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](21), Image: "envoy:1"}
+	kvs.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "Never"
+	errs := ValidateKeyValueStore(kvs)
+	require.Len(t, errs, 4, "errors: %v", errs)
+
+	byField := map[string]*field.Error{}
+	for _, e := range errs {
+		byField[e.Field] = e
+	}
+	require.Contains(t, byField, "metadata.name")
+	assert.Contains(t, byField["metadata.name"].Detail, "must be no more than 52 characters")
+	require.Contains(t, byField, "spec.replicas")
+	assert.Equal(t, int32(10), byField["spec.replicas"].BadValue)
+	assert.Contains(t, byField["spec.replicas"].Detail, "between 1 and 9")
+	require.Contains(t, byField, "spec.proxy.replicas")
+	assert.Contains(t, byField["spec.proxy.replicas"].Detail, "between 0 and 20")
+	require.Contains(t, byField, "spec.persistentVolumeClaimRetentionPolicy.whenDeleted")
+	assert.Contains(t, byField["spec.persistentVolumeClaimRetentionPolicy.whenDeleted"].Detail, `"Delete", "Retain"`)
+}
+
+func TestValidateName(t *testing.T) {
+	assert.Empty(t, ValidateName("demo", false))
+	assert.Empty(t, ValidateName(strings.Repeat("a", MaxNameLength), false))
+	assert.Len(t, ValidateName(strings.Repeat("a", MaxNameLength+1), false), 1)
+	// As a generateName prefix, the length limit is not applied and a
+	// trailing dash is fine.
+	assert.Empty(t, ValidateName(strings.Repeat("a", 60)+"-", true))
+	assert.NotEmpty(t, ValidateName("Demo-", true))
+}
+
+// updatable returns a stored object plus a copy to modify as the new object.
+func updatable() (newObj, oldObj *kvstore.KeyValueStore) {
+	oldObj = validKVS()
+	oldObj.ResourceVersion = "7"
+	oldObj.Generation = 2
+	oldObj.Finalizers = []string{kvstore.TeardownFinalizer}
+	return oldObj.DeepCopy(), oldObj
+}
+
+func TestValidateKeyValueStoreUpdate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*kvstore.KeyValueStore)
+		want   []fieldErr
+	}{
+		{name: "no change", mutate: func(*kvstore.KeyValueStore) {}},
+		{
+			name: "mutable spec fields change",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Replicas = ptr.To[int32](5)
+				k.Spec.Image = "redis:7.4"
+				k.Spec.Port = 6380
+				k.Spec.Paused = true
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"}
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1"}
+				k.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = kvstore.DeletePersistentVolumeClaimRetentionPolicyType
+				k.Labels = map[string]string{"team": "a"}
+			},
+		},
+		{
+			name:   "storage size equal in another unit is not a change",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1024Mi") },
+		},
+		{
+			name:   "storage size change",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("2Gi") },
+			want:   expect(invalid("spec.storage")),
+		},
+		{
+			name:   "storage class set",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("fast") },
+			want:   expect(invalid("spec.storage")),
+		},
+		{
+			name:   "invalid spec is still rejected on update",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](0) },
+			want:   expect(invalid("spec.replicas")),
+		},
+		{
+			name: "invalid storage change reports both errors",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Storage.Size = resource.MustParse("-1")
+			},
+			want: expect(invalid("spec.storage.size"), invalid("spec.storage")),
+		},
+		{
+			name:   "name is immutable",
+			mutate: func(k *kvstore.KeyValueStore) { k.Name = "other" },
+			want:   expect(invalid("metadata.name")),
+		},
+		{
+			name:   "resourceVersion is required",
+			mutate: func(k *kvstore.KeyValueStore) { k.ResourceVersion = "" },
+			want:   expect(invalid("metadata.resourceVersion")),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newObj, oldObj := updatable()
+			tc.mutate(newObj)
+			errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+			want := tc.want
+			if want == nil {
+				want = []fieldErr{}
+			}
+			assert.Equal(t, want, summarize(errs), "errors: %v", errs)
+		})
+	}
+
+	t.Run("immutable message", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		newObj.Spec.Storage.Size = resource.MustParse("5Gi")
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		require.Len(t, errs, 1)
+		assert.Equal(t, "spec.storage", errs[0].Field)
+		assert.Contains(t, errs[0].Detail, "immutable")
+	})
+
+	t.Run("no new finalizers while deleting", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		now := metav1.Now()
+		oldObj.DeletionTimestamp = &now
+		newObj.DeletionTimestamp = &now
+		newObj.Finalizers = append(newObj.Finalizers, "example.com/other")
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		assert.Equal(t, expect(forbidden("metadata.finalizers")), summarize(errs), "errors: %v", errs)
+	})
+}
+
+func validCondition(condType string) metav1.Condition {
+	return metav1.Condition{
+		Type:               condType,
+		Status:             metav1.ConditionTrue,
+		ObservedGeneration: 2,
+		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		Reason:             "AllReplicasReady",
+		Message:            "3/3 replicas ready",
+	}
+}
+
+func TestValidateKeyValueStoreStatusUpdate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*kvstore.KeyValueStore)
+		want   []fieldErr
+	}{
+		{name: "empty status", mutate: func(*kvstore.KeyValueStore) {}},
+		{
+			name: "full valid status",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status = kvstore.KeyValueStoreStatus{
+					Phase:              kvstore.PhaseReady,
+					ObservedGeneration: 2,
+					Replicas:           3,
+					ReadyReplicas:      3,
+					UpdatedReplicas:    3,
+					ProxyReadyReplicas: 2,
+					CurrentImage:       "redis:7.2",
+					Selector:           "app=demo",
+					Conditions: []metav1.Condition{
+						validCondition(kvstore.ConditionAvailable),
+						validCondition(kvstore.ConditionProgressing),
+						validCondition(kvstore.ConditionDegraded),
+						validCondition(kvstore.ConditionBackupSucceeded),
+					},
+				}
+			},
+		},
+		{name: "phase unknown", mutate: func(k *kvstore.KeyValueStore) { k.Status.Phase = "Running" }, want: expect(notSupported("status.phase"))},
+		{name: "phase lower case", mutate: func(k *kvstore.KeyValueStore) { k.Status.Phase = "ready" }, want: expect(notSupported("status.phase"))},
+		{name: "observedGeneration negative", mutate: func(k *kvstore.KeyValueStore) { k.Status.ObservedGeneration = -1 }, want: expect(invalid("status.observedGeneration"))},
+		{
+			// 0 ready and 0 updated are then also more than -1.
+			name:   "replicas negative",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Replicas = -1 },
+			want:   expect(invalid("status.replicas"), invalid("status.readyReplicas"), invalid("status.updatedReplicas")),
+		},
+		{
+			name:   "readyReplicas negative",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.ReadyReplicas = -1 },
+			want:   expect(invalid("status.readyReplicas")),
+		},
+		{
+			name:   "updatedReplicas negative",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.UpdatedReplicas = -1 },
+			want:   expect(invalid("status.updatedReplicas")),
+		},
+		{
+			name:   "proxyReadyReplicas negative",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.ProxyReadyReplicas = -1 },
+			want:   expect(invalid("status.proxyReadyReplicas")),
+		},
+		{
+			name: "proxyReadyReplicas is not bounded by replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Replicas = 1
+				k.Status.ProxyReadyReplicas = 5
+			},
+		},
+		{
+			name: "readyReplicas > replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Replicas = 2
+				k.Status.ReadyReplicas = 3
+			},
+			want: expect(invalid("status.readyReplicas")),
+		},
+		{
+			name: "updatedReplicas > replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Replicas = 2
+				k.Status.UpdatedReplicas = 3
+			},
+			want: expect(invalid("status.updatedReplicas")),
+		},
+		{
+			name: "readyReplicas == replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Replicas = 3
+				k.Status.ReadyReplicas = 3
+				k.Status.UpdatedReplicas = 3
+			},
+		},
+		{
+			name: "condition missing reason",
+			mutate: func(k *kvstore.KeyValueStore) {
+				c := validCondition(kvstore.ConditionAvailable)
+				c.Reason = ""
+				k.Status.Conditions = []metav1.Condition{c}
+			},
+			want: expect(required("status.conditions[0].reason")),
+		},
+		{
+			name: "condition bad reason",
+			mutate: func(k *kvstore.KeyValueStore) {
+				c := validCondition(kvstore.ConditionAvailable)
+				c.Reason = "all replicas ready"
+				k.Status.Conditions = []metav1.Condition{c}
+			},
+			want: expect(invalid("status.conditions[0].reason")),
+		},
+		{
+			name: "condition bad status",
+			mutate: func(k *kvstore.KeyValueStore) {
+				c := validCondition(kvstore.ConditionAvailable)
+				c.Status = "Yes"
+				k.Status.Conditions = []metav1.Condition{validCondition(kvstore.ConditionProgressing), c}
+			},
+			want: expect(notSupported("status.conditions[1].status")),
+		},
+		{
+			name: "condition missing type, status and lastTransitionTime",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Conditions = []metav1.Condition{{Reason: "R"}}
+			},
+			want: expect(
+				required("status.conditions[0].type"),
+				required("status.conditions[0].status"),
+				required("status.conditions[0].lastTransitionTime"),
+			),
+		},
+		{
+			name: "condition negative observedGeneration",
+			mutate: func(k *kvstore.KeyValueStore) {
+				c := validCondition(kvstore.ConditionAvailable)
+				c.ObservedGeneration = -1
+				k.Status.Conditions = []metav1.Condition{c}
+			},
+			want: expect(invalid("status.conditions[0].observedGeneration")),
+		},
+		{
+			name: "duplicate condition type",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Status.Conditions = []metav1.Condition{
+					validCondition(kvstore.ConditionAvailable),
+					validCondition(kvstore.ConditionAvailable),
+				}
+			},
+			want: expect(fieldErr{field.ErrorTypeDuplicate, "status.conditions[1]"}),
+		},
+		{
+			name: "spec is not validated by /status",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Replicas = ptr.To[int32](0)
+				k.Spec.Storage.Size = resource.MustParse("9Gi")
+			},
+		},
+		{
+			name:   "metadata update rules apply",
+			mutate: func(k *kvstore.KeyValueStore) { k.Namespace = "elsewhere" },
+			want:   expect(invalid("metadata.namespace")),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newObj, oldObj := updatable()
+			tc.mutate(newObj)
+			errs := ValidateKeyValueStoreStatusUpdate(newObj, oldObj)
+			want := tc.want
+			if want == nil {
+				want = []fieldErr{}
+			}
+			assert.Equal(t, want, summarize(errs), "errors: %v", errs)
+		})
+	}
+
+	for _, phase := range []kvstore.KeyValueStorePhase{
+		"", kvstore.PhasePending, kvstore.PhaseCreating, kvstore.PhaseReady, kvstore.PhaseUpgrading,
+		kvstore.PhaseDegraded, kvstore.PhaseTerminating, kvstore.PhaseFailed,
+	} {
+		t.Run("phase "+string(phase), func(t *testing.T) {
+			status := &kvstore.KeyValueStoreStatus{Phase: phase}
+			assert.Empty(t, ValidateKeyValueStoreStatus(status, field.NewPath("status")))
+		})
+	}
+
+	t.Run("phase error lists the supported values", func(t *testing.T) {
+		errs := ValidateKeyValueStoreStatus(&kvstore.KeyValueStoreStatus{Phase: "Running"}, field.NewPath("status"))
+		require.Len(t, errs, 1)
+		for _, p := range []string{"Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"} {
+			assert.Contains(t, errs[0].Detail, `"`+p+`"`)
+		}
+	})
+}
