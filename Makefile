@@ -4,14 +4,15 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := _output/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
-LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=v0.1.0-$(VERSION)
+# kvstore-apiserver reports the Kubernetes library version it is built on, plus its own.
+LDFLAGS := -X k8s.io/component-base/version.gitVersion=v1.37.2+kvstore.$(subst -,.,$(VERSION))
 
 .PHONY: all build tools test test-unit test-integration test-e2e verify update-codegen run up down image bench bench-quick clean
 
 all: build
 
 build: ## Build kvstore-apiserver into _output/bin.
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kvstore-apiserver ./cmd/kvstore-apiserver
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kvstore-apiserver ./cmd/kvstore-apiserver
 
 tools: ## Build the pinned etcd, Kubernetes components, kubectl and kwok (cached by version).
 	hack/build-tools.sh

@@ -110,4 +110,3 @@ func (s *APIServer) Stop() {
 	case <-time.After(30 * time.Second):
 	}
 }
-

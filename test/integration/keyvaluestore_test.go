@@ -167,7 +167,9 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 		{"retention", func(k *v1alpha1.KeyValueStore) {
 			k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: "Shred"}
 		}, []string{"spec.persistentVolumeClaimRetentionPolicy.whenDeleted"}},
-		{"backup", func(k *v1alpha1.KeyValueStore) { k.Spec.Backup = &v1alpha1.BackupSpec{ActiveDeadlineSeconds: ptr.To[int64](-1)} },
+		{"backup", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Backup = &v1alpha1.BackupSpec{ActiveDeadlineSeconds: ptr.To[int64](-1)}
+		},
 			[]string{"spec.backup.image", "spec.backup.activeDeadlineSeconds"}},
 		{"name too long", func(k *v1alpha1.KeyValueStore) { k.Name = strings.Repeat("a", 53) }, []string{"metadata.name"}},
 		{"several at once", func(k *v1alpha1.KeyValueStore) { k.Spec.Image = ""; k.Spec.Port = -1 }, []string{"spec.image", "spec.port"}},

@@ -13,8 +13,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/compatibility"
-	basecompatibility "k8s.io/component-base/compatibility"
 	cliflag "k8s.io/component-base/cli/flag"
+	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	netutils "k8s.io/utils/net"
 

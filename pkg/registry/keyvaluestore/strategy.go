@@ -76,7 +76,9 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if !apiequality.Semantic.DeepEqual(newKVS.Spec, oldKVS.Spec) {
 		newKVS.Generation = oldKVS.Generation + 1
 	}
-	if newKVS.DeletionTimestamp == nil {
+	// Decided on the stored object: the request body's deletionTimestamp is
+	// not authoritative (the store copies the stored one back later).
+	if oldKVS.DeletionTimestamp == nil {
 		ensureTeardownFinalizer(newKVS)
 	}
 }

@@ -49,8 +49,13 @@ var (
 // every object derived from it.
 func ValidateName(name string, prefix bool) []string {
 	errs := apimachineryvalidation.NameIsDNS1035Label(name, prefix)
-	if !prefix && len(name) > MaxNameLength {
-		errs = append(errs, fmt.Sprintf("must be no more than %d characters", MaxNameLength))
+	limit := MaxNameLength
+	if prefix {
+		// generateName appends 5 random characters.
+		limit -= 5
+	}
+	if len(name) > limit {
+		errs = append(errs, fmt.Sprintf("must be no more than %d characters", limit))
 	}
 	return errs
 }

@@ -153,9 +153,11 @@ func TestValidateKeyValueStore(t *testing.T) {
 		{name: "storage class underscore", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("fast_ssd") }, want: expect(invalid("spec.storage.storageClassName"))},
 		{name: "storage class empty string", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("") }, want: expect(invalid("spec.storage.storageClassName"))},
 		{
-			name:   "storage class too long and so two messages",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 254) + "-") },
-			want:   expect(invalid("spec.storage.storageClassName"), invalid("spec.storage.storageClassName")),
+			name: "storage class too long and so two messages",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 254) + "-")
+			},
+			want: expect(invalid("spec.storage.storageClassName"), invalid("spec.storage.storageClassName")),
 		},
 
 		// spec.proxy.
@@ -165,9 +167,11 @@ func TestValidateKeyValueStore(t *testing.T) {
 			k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](20), Image: "envoy:1"}
 		}},
 		{
-			name:   "proxy 21 replicas",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](21), Image: "envoy:1"} },
-			want:   expect(invalid("spec.proxy.replicas")),
+			name: "proxy 21 replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](21), Image: "envoy:1"}
+			},
+			want: expect(invalid("spec.proxy.replicas")),
 		},
 		{
 			name:   "proxy negative replicas",
@@ -180,14 +184,18 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want:   expect(required("spec.proxy.image")),
 		},
 		{
-			name:   "proxy image validated even with 0 replicas",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](0), Image: "Envoy"} },
-			want:   expect(invalid("spec.proxy.image")),
+			name: "proxy image validated even with 0 replicas",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](0), Image: "Envoy"}
+			},
+			want: expect(invalid("spec.proxy.image")),
 		},
 		{
-			name:   "proxy image too long",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1), Image: strings.Repeat("e", 513)} },
-			want:   expect(tooLong("spec.proxy.image")),
+			name: "proxy image too long",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1), Image: strings.Repeat("e", 513)}
+			},
+			want: expect(tooLong("spec.proxy.image")),
 		},
 
 		// spec.backup.
@@ -227,17 +235,23 @@ func TestValidateKeyValueStore(t *testing.T) {
 			},
 		},
 		{
-			name:   "backup command[0] empty",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"", "--all"}} },
-			want:   expect(invalid("spec.backup.command[0]")),
+			name: "backup command[0] empty",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"", "--all"}}
+			},
+			want: expect(invalid("spec.backup.command[0]")),
 		},
 		{
-			name:   "backup later empty argument is allowed",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", ""}} },
+			name: "backup later empty argument is allowed",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", ""}}
+			},
 		},
 		{
-			name:   "backup empty command uses the entrypoint",
-			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{}} },
+			name: "backup empty command uses the entrypoint",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{}}
+			},
 		},
 
 		// spec.persistentVolumeClaimRetentionPolicy.whenDeleted.
@@ -400,9 +414,10 @@ func TestValidateName(t *testing.T) {
 	assert.Empty(t, ValidateName("demo", false))
 	assert.Empty(t, ValidateName(strings.Repeat("a", MaxNameLength), false))
 	assert.Len(t, ValidateName(strings.Repeat("a", MaxNameLength+1), false), 1)
-	// As a generateName prefix, the length limit is not applied and a
-	// trailing dash is fine.
-	assert.Empty(t, ValidateName(strings.Repeat("a", 60)+"-", true))
+	// As a generateName prefix a trailing dash is fine, and the limit leaves
+	// room for the 5 generated characters.
+	assert.Empty(t, ValidateName(strings.Repeat("a", MaxNameLength-6)+"-", true))
+	assert.Len(t, ValidateName(strings.Repeat("a", MaxNameLength-5)+"-", true), 1)
 	assert.NotEmpty(t, ValidateName("Demo-", true))
 }
 
