@@ -7,8 +7,9 @@ import (
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
-	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
-	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+	_ "k8s.io/component-base/logs/json/register"           // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"  // client-go metrics on /metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue depth and latency on /metrics
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/cmd/server"
 )

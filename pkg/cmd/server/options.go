@@ -31,6 +31,7 @@ type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
 	ServerRun          *genericoptions.ServerRunOptions
 	Logs               *logsapi.LoggingConfiguration
+	Controller         *ControllerOptions
 
 	// Standalone serves without a kube-apiserver: no delegated authn/authz
 	// (every request allowed), no webhooks or APF, loopback addresses only.
@@ -52,6 +53,7 @@ func NewOptions() *Options {
 		),
 		ServerRun:        genericoptions.NewServerRunOptions(),
 		Logs:             logsapi.NewLoggingConfiguration(),
+		Controller:       NewControllerOptions(),
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -68,6 +70,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.ServerRun.AddUniversalFlags(fss.FlagSet("server"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
 	o.componentGlobals.AddFlags(fss.FlagSet("features"))
+
+	o.Controller.AddFlags(fss.FlagSet("controller"))
 
 	fs := fss.FlagSet("kvstore")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
@@ -87,6 +91,7 @@ func (o *Options) Complete() error {
 			o.RecommendedOptions.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
 		}
 		o.RecommendedOptions.CoreAPI = nil
+		o.Controller.Enabled = false
 		o.RecommendedOptions.Admission = nil
 		o.RecommendedOptions.Features.EnablePriorityAndFairness = false
 		o.RecommendedOptions.Authentication.RemoteKubeConfigFileOptional = true
@@ -103,6 +108,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.RecommendedOptions.Validate()...)
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.componentGlobals.Validate()...)
+	errs = append(errs, o.Controller.Validate()...)
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		errs = append(errs, err)
 	}
@@ -146,7 +152,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 
-	return &apiserver.Config{GenericConfig: serverConfig}, nil
+	hooks := map[string]genericapiserver.PostStartHookFunc{}
+	if err := o.Controller.apply(serverConfig, hooks); err != nil {
+		return nil, err
+	}
+	return &apiserver.Config{GenericConfig: serverConfig, ExtraConfig: apiserver.ExtraConfig{PostStartHooks: hooks}}, nil
 }
 
 // storageFactory picks each resource's storage (encoding) version from the

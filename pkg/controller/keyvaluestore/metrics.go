@@ -1,0 +1,49 @@
+package keyvaluestore
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kvstore", Subsystem: "controller", Name: "reconcile_total",
+		Help:           "KeyValueStore reconciles by result (success, error, requeue).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: "kvstore", Subsystem: "controller", Name: "reconcile_duration_seconds",
+		Help:           "Time of one KeyValueStore reconcile, by result.",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 15),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	// Leader is 1 while this process holds the controller Lease.
+	Leader = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "kvstore", Subsystem: "controller", Name: "leader",
+		Help:           "1 while this replica holds the controller Lease and runs the controller, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	registerOnce sync.Once
+)
+
+// RegisterMetrics adds the controller metrics to the /metrics registry.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader)
+	})
+}
+
+func observeReconcile(res result, err error, d time.Duration) {
+	label := "success"
+	switch {
+	case err != nil:
+		label = "error"
+	case res.requeueAfter > 0:
+		label = "requeue"
+	}
+	reconcileTotal.WithLabelValues(label).Inc()
+	reconcileDuration.WithLabelValues(label).Observe(d.Seconds())
+}

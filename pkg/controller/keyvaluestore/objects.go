@@ -1,0 +1,264 @@
+package keyvaluestore
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// Labels on every object the controller makes. Pods and claims inherit them
+// from the templates, so one label selector finds everything of a store.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	ManagedBy = "kvstore-apiserver"
+
+	ComponentData   = "data"
+	ComponentProxy  = "proxy"
+	ComponentBackup = "backup"
+
+	dataVolumeName = "data"
+	dataMountPath  = "/data"
+)
+
+// Names of the objects of a store.
+func headlessServiceName(kvs *v1alpha1.KeyValueStore) string { return kvs.Name + "-headless" }
+func proxyName(kvs *v1alpha1.KeyValueStore) string           { return kvs.Name + "-proxy" }
+func backupJobName(kvs *v1alpha1.KeyValueStore) string       { return kvs.Name + "-final-backup" }
+
+// Labels returns the labels of a store's component.
+func Labels(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
+	return map[string]string{
+		LabelName:      "keyvaluestore",
+		LabelInstance:  kvs.Name,
+		LabelComponent: component,
+		LabelManagedBy: ManagedBy,
+	}
+}
+
+// selectorLabels are the immutable selector of a component's Pods.
+func selectorLabels(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
+	return map[string]string{LabelInstance: kvs.Name, LabelComponent: component}
+}
+
+func ownerReference(kvs *v1alpha1.KeyValueStore) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(v1alpha1.SchemeGroupVersion.String()).
+		WithKind("KeyValueStore").
+		WithName(kvs.Name).
+		WithUID(kvs.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// HeadlessService gives the data Pods stable DNS names.
+func HeadlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(headlessServiceName(kvs), kvs.Namespace).
+		WithLabels(Labels(kvs, ComponentData)).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithPublishNotReadyAddresses(true).
+			WithSelector(selectorLabels(kvs, ComponentData)).
+			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
+}
+
+// ClientService is the address clients use: the proxy tier when there is one,
+// otherwise the data replicas.
+func ClientService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfiguration {
+	component := ComponentData
+	if proxyReplicas(kvs) > 0 {
+		component = ComponentProxy
+	}
+	return corev1ac.Service(kvs.Name, kvs.Namespace).
+		WithLabels(Labels(kvs, component)).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(selectorLabels(kvs, component)).
+			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
+}
+
+// StatefulSet runs the data replicas with one volume each.
+func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
+	labels := Labels(kvs, ComponentData)
+	claim := corev1ac.PersistentVolumeClaim(dataVolumeName, "").
+		WithLabels(labels).
+		WithSpec(corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteOnce).
+			WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: kvs.Spec.Storage.Size})))
+	if sc := kvs.Spec.Storage.StorageClassName; sc != nil {
+		claim.Spec.WithStorageClassName(*sc)
+	}
+	// The store's policy carries over to the StatefulSet; scale-down always
+	// keeps claims, so scaling back up finds the data again.
+	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType {
+		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	retention := appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+		WithWhenDeleted(whenDeleted).
+		WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+
+	return appsv1ac.StatefulSet(kvs.Name, kvs.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(replicas).
+			WithServiceName(headlessServiceName(kvs)).
+			WithPodManagementPolicy(appsv1.OrderedReadyPodManagement).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentData))).
+			WithPersistentVolumeClaimRetentionPolicy(retention).
+			WithVolumeClaimTemplates(claim).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().
+					WithAffinity(antiAffinity(kvs, ComponentData)).
+					WithContainers(corev1ac.Container().
+						WithName("kvstore").
+						WithImage(kvs.Spec.Image).
+						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
+						WithReadinessProbe(corev1ac.Probe().
+							WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("kv"))).
+							WithPeriodSeconds(5)).
+						WithVolumeMounts(corev1ac.VolumeMount().WithName(dataVolumeName).WithMountPath(dataMountPath))))))
+}
+
+// PodDisruptionBudget lets voluntary disruptions take one data replica at a time.
+func PodDisruptionBudget(kvs *v1alpha1.KeyValueStore) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(kvs.Name, kvs.Namespace).
+		WithLabels(Labels(kvs, ComponentData)).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentData))))
+}
+
+// ProxyDeployment runs the stateless proxy tier.
+func ProxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
+	labels := Labels(kvs, ComponentProxy)
+	image := ""
+	if kvs.Spec.Proxy != nil {
+		image = kvs.Spec.Proxy.Image
+	}
+	return appsv1ac.Deployment(proxyName(kvs), kvs.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(replicas).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentProxy))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().
+					WithAffinity(antiAffinity(kvs, ComponentProxy)).
+					WithContainers(corev1ac.Container().
+						WithName("proxy").
+						WithImage(image).
+						WithEnv(corev1ac.EnvVar().WithName("KVSTORE_UPSTREAM").WithValue(fmt.Sprintf("%s.%s.svc:%d", headlessServiceName(kvs), kvs.Namespace, kvs.Spec.Port))).
+						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
+						WithReadinessProbe(corev1ac.Probe().
+							WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("kv"))).
+							WithPeriodSeconds(5))))))
+}
+
+// BackupJob runs the final backup once; retries are the controller's, so a
+// failure is seen, reported and backed off rather than retried blindly.
+func BackupJob(kvs *v1alpha1.KeyValueStore) *batchv1ac.JobApplyConfiguration {
+	b := kvs.Spec.Backup
+	container := corev1ac.Container().
+		WithName("backup").
+		WithImage(b.Image).
+		WithEnv(
+			corev1ac.EnvVar().WithName("KVSTORE_NAME").WithValue(kvs.Name),
+			corev1ac.EnvVar().WithName("KVSTORE_NAMESPACE").WithValue(kvs.Namespace),
+			corev1ac.EnvVar().WithName("KVSTORE_PORT").WithValue(fmt.Sprint(kvs.Spec.Port)),
+			corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(PodDNSNames(kvs), ",")),
+		)
+	if len(b.Command) > 0 {
+		container.WithCommand(b.Command...)
+	}
+	return batchv1ac.Job(backupJobName(kvs), kvs.Namespace).
+		WithLabels(Labels(kvs, ComponentBackup)).
+		WithOwnerReferences(ownerReference(kvs)).
+		WithSpec(batchv1ac.JobSpec().
+			WithBackoffLimit(0).
+			WithActiveDeadlineSeconds(ptr.Deref(b.ActiveDeadlineSeconds, 600)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(Labels(kvs, ComponentBackup)).
+				WithSpec(corev1ac.PodSpec().
+					WithRestartPolicy(corev1.RestartPolicyNever).
+					WithContainers(container))))
+}
+
+// PodDNSNames are the stable names of the data replicas.
+func PodDNSNames(kvs *v1alpha1.KeyValueStore) []string {
+	n := ptr.Deref(kvs.Spec.Replicas, 0)
+	names := make([]string, 0, n)
+	for i := int32(0); i < n; i++ {
+		names = append(names, fmt.Sprintf("%s-%d.%s.%s.svc", kvs.Name, i, headlessServiceName(kvs), kvs.Namespace))
+	}
+	return names
+}
+
+// antiAffinity spreads a component's Pods over Nodes where it can.
+func antiAffinity(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.AffinityApplyConfiguration {
+	return corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+		WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+			WithWeight(100).
+			WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+				WithTopologyKey(corev1.LabelHostname).
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, component))))))
+}
+
+func proxyReplicas(kvs *v1alpha1.KeyValueStore) int32 {
+	if kvs.Spec.Proxy == nil {
+		return 0
+	}
+	return ptr.Deref(kvs.Spec.Proxy.Replicas, 0)
+}
+
+// statefulSetReady is the revision-aware readiness test: the controller has
+// seen the latest spec, every replica runs the update revision, and all are ready.
+// An empty image skips the image check.
+func statefulSetReady(sts *appsv1.StatefulSet, image string, want int32) bool {
+	if sts == nil || len(sts.Spec.Template.Spec.Containers) == 0 {
+		return false
+	}
+	if image != "" && sts.Spec.Template.Spec.Containers[0].Image != image {
+		return false
+	}
+	s := sts.Status
+	return s.ObservedGeneration >= sts.Generation &&
+		ptr.Deref(sts.Spec.Replicas, 1) == want &&
+		s.Replicas == want &&
+		s.UpdatedReplicas == want &&
+		s.ReadyReplicas == want &&
+		s.CurrentRevision == s.UpdateRevision
+}
+
+// deploymentReady says every proxy replica is updated and available.
+func deploymentReady(d *appsv1.Deployment, want int32) bool {
+	if d == nil {
+		return want == 0
+	}
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation &&
+		ptr.Deref(d.Spec.Replicas, 1) == want &&
+		s.UpdatedReplicas == want &&
+		s.AvailableReplicas == want &&
+		s.Replicas == want
+}
