@@ -45,7 +45,7 @@ down: ## Stop the background local stack.
 	hack/local-up.sh down
 
 image: ## Print the command that builds the container image (no Docker engine runs here).
-	@echo "docker build -t kvstore-apiserver:$(VERSION) ."
+	@echo "docker build -t kvstore-apiserver:$(VERSION) --build-arg VERSION=$(VERSION) ."
 
 clean:
 	rm -rf _output

@@ -67,7 +67,7 @@ stop_one() {
 down() {
   # Clients first, then kube-apiserver, then the etcds: each then exits quickly.
   local n
-  for n in kvstore-apiserver kvstore-apiserver-2 kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kube; do
+  for n in $(cd "${PIDS}" 2>/dev/null && ls kvstore-apiserver*.pid 2>/dev/null | sed 's/\.pid$//') kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kube; do
     stop_one "$n"
   done
 }
@@ -267,10 +267,22 @@ case "${1:-}" in
     log "kube-apiserver exited; tearing down"; down; exit 1
     ;;
   down) down ;;
+  start-kvstore)
+    # start-kvstore NAME PORT [FLAGS...]: one more kvstore-apiserver replica
+    # on the same etcd and Lease (used by the leader-election tests).
+    [[ $# -ge 3 ]] || die "usage: $0 start-kvstore NAME PORT [FLAGS...]"
+    name=$2 port=$3; shift 3
+    start_kvstore "${name}" "${port}" "$@"
+    wait_for "${name} /readyz" 60 curl -fsk "https://127.0.0.1:${port}/readyz"
+    ;;
+  stop-kvstore)
+    # stop-kvstore NAME: stop a replica started by start-kvstore.
+    stop_one "$2"
+    ;;
   restart-kvstore)
     stop_one kvstore-apiserver
     start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
     wait_for "APIService Available" 90 kubectl wait --for=condition=Available --timeout=2s apiservice/v1alpha1.kvstore.io
     ;;
-  *) echo "usage: $0 run|up|down|restart-kvstore" >&2; exit 2 ;;
+  *) echo "usage: $0 run|up|down|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
 esac

@@ -61,7 +61,7 @@ func TestCRUDAndDefaulting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ptr.To[int32](3), got.Spec.Replicas)
 	assert.Equal(t, int32(6379), got.Spec.Port)
-	assert.True(t, resource.MustParse("1Gi").Equal(got.Spec.Storage.Size), "storage.size = %s", got.Spec.Storage.Size.String())
+	assert.True(t, resource.MustParse("1Gi").Equal(got.Spec.Storage.VolumeSize), "storage.size = %s", got.Spec.Storage.VolumeSize.String())
 	require.NotNil(t, got.Spec.PersistentVolumeClaimRetentionPolicy)
 	assert.Equal(t, v1alpha1.RetainPersistentVolumeClaimRetentionPolicyType, got.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
 
@@ -159,7 +159,7 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 		{"bad image", func(k *v1alpha1.KeyValueStore) { k.Spec.Image = "Redis Latest" }, []string{"spec.image"}},
 		{"too many replicas", func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](10) }, []string{"spec.replicas"}},
 		{"port", func(k *v1alpha1.KeyValueStore) { k.Spec.Port = 70000 }, []string{"spec.port"}},
-		{"size", func(k *v1alpha1.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("-1") }, []string{"spec.storage.size"}},
+		{"size", func(k *v1alpha1.KeyValueStore) { k.Spec.Storage.VolumeSize = resource.MustParse("-1") }, []string{"spec.storage.size"}},
 		{"proxy without image", func(k *v1alpha1.KeyValueStore) { k.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2)} }, []string{"spec.proxy.image"}},
 		{"proxy replicas", func(k *v1alpha1.KeyValueStore) {
 			k.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](21), Image: "envoy:1"}
@@ -189,12 +189,12 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 	// Invalid updates leave the stored object as it was; storage is immutable.
 	created, err := kvsClient.Create(ctx, newKVS("valid"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	created.Spec.Storage.Size = resource.MustParse("5Gi")
+	created.Spec.Storage.VolumeSize = resource.MustParse("5Gi")
 	_, err = kvsClient.Update(ctx, created, metav1.UpdateOptions{})
 	requireInvalid(t, err, "spec.storage")
 	stored, err := kvsClient.Get(ctx, "valid", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "1Gi", stored.Spec.Storage.Size.String())
+	assert.Equal(t, "1Gi", stored.Spec.Storage.VolumeSize.String())
 	assert.Equal(t, created.ResourceVersion, stored.ResourceVersion)
 }
 

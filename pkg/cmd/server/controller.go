@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	kubeinformers "k8s.io/client-go/informers"
@@ -94,6 +95,8 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks m
 	}
 	kubeConfig := rest.CopyConfig(c.ClientConfig)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	kubeConfig.ContentType = runtime.ContentTypeProtobuf
+	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kubeConfig = rest.AddUserAgent(kubeConfig, kvscontroller.FieldManager)
 
 	var watchdog *leaderelection.HealthzAdaptor
@@ -119,6 +122,9 @@ func (o *ControllerOptions) run(ctx context.Context, kubeConfig, loopback *rest.
 		logger.Error(err, "Cannot create kube client")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
+	// Protobuf on the wire to our own API: smaller and cheaper than JSON.
+	loopback.ContentType = runtime.ContentTypeProtobuf
+	loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kvs, err := versioned.NewForConfig(loopback)
 	if err != nil {
 		logger.Error(err, "Cannot create kvstore client")

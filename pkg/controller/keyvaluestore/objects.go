@@ -100,7 +100,7 @@ func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
 			WithResources(corev1ac.VolumeResourceRequirements().
-				WithRequests(corev1.ResourceList{corev1.ResourceStorage: kvs.Spec.Storage.Size})))
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: kvs.Spec.Storage.VolumeSize})))
 	if sc := kvs.Spec.Storage.StorageClassName; sc != nil {
 		claim.Spec.WithStorageClassName(*sc)
 	}

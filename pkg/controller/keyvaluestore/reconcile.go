@@ -148,7 +148,9 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	}
 	dataReady := statefulSetReady(sts, image, desired)
 	proxyReady := deploymentReady(proxy, proxyReplicas(kvs))
-	if dataReady {
+	// currentImage is recorded only when the whole store is Ready, so it also
+	// says the store has been Ready before (Upgrading and Degraded need that).
+	if dataReady && proxyReady {
 		st.CurrentImage = sts.Spec.Template.Spec.Containers[0].Image
 	}
 	wasReady := st.CurrentImage != ""

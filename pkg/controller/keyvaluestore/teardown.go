@@ -28,6 +28,8 @@ const (
 	ReasonBackupSucceeded = "FinalBackupSucceeded"
 	ReasonBackupFailed    = "FinalBackupFailed"
 	ReasonBackupSkipped   = "FinalBackupSkipped"
+	// ReasonNamespaceTerminating: no backup Pod can start in a namespace being deleted.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
 )
 
 // waitFallback re-checks a waiting step even if an event were missed; the
@@ -109,24 +111,24 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	if kvs.Spec.Backup == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded) {
 		return result{}, true, nil
 	}
-	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
-		if cond := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded); cond == nil || cond.Reason != ReasonBackupSkipped {
-			c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupSkipped, "Final backup skipped: annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
-			if err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-				st := *k.Status.DeepCopy()
-				meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionFalse,
-					Reason: ReasonBackupSkipped, Message: "skipped by annotation " + v1alpha1.SkipFinalBackupAnnotation, ObservedGeneration: k.Generation})
-				return st
-			}); err != nil {
-				return result{}, false, err
-			}
-		}
+	if cond := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded); cond != nil &&
+		(cond.Reason == ReasonBackupSkipped || cond.Reason == ReasonNamespaceTerminating) {
 		return result{}, true, nil
+	}
+	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
+		return c.skipBackup(ctx, kvs, ReasonBackupSkipped, "final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
 	}
 
 	job, err := c.jobs.Jobs(kvs.Namespace).Get(backupJobName(kvs))
 	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(job, kvs)) {
-		if _, err := c.kube.BatchV1().Jobs(kvs.Namespace).Apply(ctx, BackupJob(kvs), metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		_, err := c.kube.BatchV1().Jobs(kvs.Namespace).Apply(ctx, BackupJob(kvs), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is being deleted: no Pod can start in it and its
+			// namespace controller is removing the data tier and claims anyway,
+			// so waiting would only block the namespace forever.
+			return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
+		}
+		if err != nil {
 			return result{}, false, fmt.Errorf("create backup job: %w", err)
 		}
 		c.recorder.Eventf(kvs, corev1.EventTypeNormal, StepFinalBackup, "Started final backup Job %s", backupJobName(kvs))
@@ -177,6 +179,18 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		res, err := c.waitStep(ctx, kvs, StepFinalBackup, fmt.Sprintf("waiting for final backup Job %s", job.Name))
 		return res, false, err
 	}
+}
+
+// skipBackup records, once, that teardown goes on without a final backup.
+func (c *Controller) skipBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, reason, msg string) (result, bool, error) {
+	c.recorder.Event(kvs, corev1.EventTypeWarning, reason, msg)
+	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionFalse,
+			Reason: reason, Message: msg, ObservedGeneration: k.Generation})
+		return st
+	})
+	return result{}, err == nil, err
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {

@@ -19,8 +19,8 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 // SetDefaults_KeyValueStoreSpec defaults the storage size (a Quantity marker
 // is not supported) and creates the retention policy so its marker applies.
 func SetDefaults_KeyValueStoreSpec(obj *KeyValueStoreSpec) {
-	if obj.Storage.Size.IsZero() {
-		obj.Storage.Size = resource.MustParse(DefaultStorageSize)
+	if obj.Storage.VolumeSize.IsZero() {
+		obj.Storage.VolumeSize = resource.MustParse(DefaultStorageSize)
 	}
 	if obj.PersistentVolumeClaimRetentionPolicy == nil {
 		obj.PersistentVolumeClaimRetentionPolicy = &PersistentVolumeClaimRetentionPolicy{}

@@ -35,8 +35,8 @@ func TestDefaultsThroughScheme(t *testing.T) {
 				require.NotNil(t, spec.Replicas)
 				assert.Equal(t, int32(3), *spec.Replicas)
 				assert.Equal(t, int32(6379), spec.Port)
-				assert.Zero(t, spec.Storage.Size.Cmp(oneGi), "size %s", spec.Storage.Size.String())
-				assert.Equal(t, "1Gi", spec.Storage.Size.String())
+				assert.Zero(t, spec.Storage.VolumeSize.Cmp(oneGi), "size %s", spec.Storage.VolumeSize.String())
+				assert.Equal(t, "1Gi", spec.Storage.VolumeSize.String())
 				assert.Nil(t, spec.Storage.StorageClassName, "storage class stays unset (cluster default)")
 				require.NotNil(t, spec.PersistentVolumeClaimRetentionPolicy)
 				assert.Equal(t, v1alpha1.RetainPersistentVolumeClaimRetentionPolicyType, spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
@@ -82,7 +82,7 @@ func TestDefaultsThroughScheme(t *testing.T) {
 				Replicas: ptr.To[int32](5),
 				Image:    "redis:7.4",
 				Port:     7000,
-				Storage:  v1alpha1.StorageSpec{Size: resource.MustParse("20Gi"), StorageClassName: ptr.To("fast")},
+				Storage:  v1alpha1.StorageSpec{VolumeSize: resource.MustParse("20Gi"), StorageClassName: ptr.To("fast")},
 				Proxy:    &v1alpha1.ProxySpec{Replicas: ptr.To[int32](4), Image: "envoy:1"},
 				Backup: &v1alpha1.BackupSpec{
 					Image:                 "backup:1",
@@ -97,7 +97,7 @@ func TestDefaultsThroughScheme(t *testing.T) {
 			check: func(t *testing.T, spec v1alpha1.KeyValueStoreSpec) {
 				assert.Equal(t, int32(5), *spec.Replicas)
 				assert.Equal(t, int32(7000), spec.Port)
-				assert.Equal(t, "20Gi", spec.Storage.Size.String())
+				assert.Equal(t, "20Gi", spec.Storage.VolumeSize.String())
 				assert.Equal(t, "fast", *spec.Storage.StorageClassName)
 				assert.Equal(t, int32(4), *spec.Proxy.Replicas)
 				assert.Equal(t, int64(30), *spec.Backup.ActiveDeadlineSeconds)
@@ -125,16 +125,16 @@ func TestDefaultsThroughScheme(t *testing.T) {
 			// Size is a value, not a pointer: an explicit "0" is
 			// indistinguishable from unset and becomes 1Gi.
 			name: "explicit zero size is defaulted",
-			in:   v1alpha1.KeyValueStoreSpec{Storage: v1alpha1.StorageSpec{Size: resource.MustParse("0")}},
+			in:   v1alpha1.KeyValueStoreSpec{Storage: v1alpha1.StorageSpec{VolumeSize: resource.MustParse("0")}},
 			check: func(t *testing.T, spec v1alpha1.KeyValueStoreSpec) {
-				assert.Equal(t, "1Gi", spec.Storage.Size.String())
+				assert.Equal(t, "1Gi", spec.Storage.VolumeSize.String())
 			},
 		},
 		{
 			name: "a negative size is not defaulted",
-			in:   v1alpha1.KeyValueStoreSpec{Storage: v1alpha1.StorageSpec{Size: resource.MustParse("-1Gi")}},
+			in:   v1alpha1.KeyValueStoreSpec{Storage: v1alpha1.StorageSpec{VolumeSize: resource.MustParse("-1Gi")}},
 			check: func(t *testing.T, spec v1alpha1.KeyValueStoreSpec) {
-				assert.Equal(t, "-1Gi", spec.Storage.Size.String())
+				assert.Equal(t, "-1Gi", spec.Storage.VolumeSize.String())
 			},
 		},
 	}

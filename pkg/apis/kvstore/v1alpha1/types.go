@@ -16,16 +16,16 @@ type KeyValueStore struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Spec is the desired state of the store.
 	// +optional
-	Spec KeyValueStoreSpec `json:"spec,omitempty"`
+	Spec KeyValueStoreSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 
 	// Status is the most recently observed state of the store. It is written
 	// by the controller through the /status subresource and is read-only here.
 	// +optional
-	Status KeyValueStoreStatus `json:"status,omitempty"`
+	Status KeyValueStoreStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // KeyValueStoreSpec is the desired state of a KeyValueStore.
@@ -34,55 +34,59 @@ type KeyValueStoreSpec struct {
 	// An odd number is recommended: an even one adds no quorum.
 	// +optional
 	// +default=3
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 
 	// Image is the container image of the data replicas, for example
 	// "redis:7.2". Changing it rolls the StatefulSet one Pod at a time.
-	Image string `json:"image"`
+	Image string `json:"image" protobuf:"bytes,2,opt,name=image"`
 
 	// Port is the TCP port the data replicas listen on, from 1 to 65535.
 	// +optional
 	// +default=6379
-	Port int32 `json:"port,omitempty"`
+	Port int32 `json:"port,omitempty" protobuf:"varint,3,opt,name=port"`
 
 	// Storage is the persistent volume each data replica gets.
 	// Immutable after creation, like a StatefulSet's volumeClaimTemplates.
 	// +optional
-	Storage StorageSpec `json:"storage,omitempty"`
+	Storage StorageSpec `json:"storage,omitempty" protobuf:"bytes,4,opt,name=storage"`
 
 	// Proxy configures the optional stateless proxy tier, a Deployment named
 	// <name>-proxy created once the data replicas are ready.
 	// +optional
-	Proxy *ProxySpec `json:"proxy,omitempty"`
+	Proxy *ProxySpec `json:"proxy,omitempty" protobuf:"bytes,5,opt,name=proxy"`
 
 	// Backup configures a final backup Job run before the store's data
 	// replicas are torn down on deletion. Without it no backup is taken.
 	// +optional
-	Backup *BackupSpec `json:"backup,omitempty"`
+	Backup *BackupSpec `json:"backup,omitempty" protobuf:"bytes,6,opt,name=backup"`
 
 	// PersistentVolumeClaimRetentionPolicy says what happens to the data
 	// replicas' PersistentVolumeClaims when the store is deleted.
 	// +optional
-	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty" protobuf:"bytes,7,opt,name=persistentVolumeClaimRetentionPolicy"`
 
 	// Paused stops the controller from changing the store's workloads.
 	// Status is still reported. Deletion of a paused store still runs the
 	// teardown, since the finalizer must eventually be released.
 	// +optional
-	Paused bool `json:"paused,omitempty"`
+	Paused bool `json:"paused,omitempty" protobuf:"varint,8,opt,name=paused"`
 }
 
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpec struct {
 	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
 	// greater than zero.
+	// ---
+	// The Go field is VolumeSize, not Size: the generated protobuf code gives
+	// every message type a Size() method, which a field named Size would clash
+	// with. The JSON and protobuf name stays "size".
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	VolumeSize resource.Quantity `json:"size,omitempty" protobuf:"bytes,1,opt,name=size"`
 
 	// StorageClassName is the StorageClass of the volumes. When unset the
 	// cluster's default StorageClass is used.
 	// +optional
-	StorageClassName *string `json:"storageClassName,omitempty"`
+	StorageClassName *string `json:"storageClassName,omitempty" protobuf:"bytes,2,opt,name=storageClassName"`
 }
 
 // ProxySpec describes the stateless proxy tier.
@@ -91,17 +95,17 @@ type ProxySpec struct {
 	// tier.
 	// +optional
 	// +default=0
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 
 	// Image is the proxy's container image. Required when replicas > 0.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
 }
 
 // BackupSpec describes the final backup Job run before teardown.
 type BackupSpec struct {
 	// Image is the container image of the backup Job.
-	Image string `json:"image"`
+	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
 
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
@@ -109,13 +113,13 @@ type BackupSpec struct {
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
 	// +optional
 	// +listType=atomic
-	Command []string `json:"command,omitempty"`
+	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
 
 	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
 	// seconds. After it the backup counts as failed.
 	// +optional
 	// +default=600
-	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,3,opt,name=activeDeadlineSeconds"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType is what happens to the data
@@ -138,7 +142,7 @@ type PersistentVolumeClaimRetentionPolicy struct {
 	// or Delete (claims are deleted after the data replicas are gone).
 	// +optional
 	// +default="Retain"
-	WhenDeleted PersistentVolumeClaimRetentionPolicyType `json:"whenDeleted,omitempty"`
+	WhenDeleted PersistentVolumeClaimRetentionPolicyType `json:"whenDeleted,omitempty" protobuf:"bytes,1,opt,name=whenDeleted,casttype=PersistentVolumeClaimRetentionPolicyType"`
 }
 
 // KeyValueStorePhase is a coarse summary of where a store is in its life.
@@ -188,40 +192,40 @@ type KeyValueStoreStatus struct {
 	// Phase summarises the store's state: Pending, Creating, Ready,
 	// Upgrading, Degraded, Terminating or Failed.
 	// +optional
-	Phase KeyValueStorePhase `json:"phase,omitempty"`
+	Phase KeyValueStorePhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=KeyValueStorePhase"`
 
 	// ObservedGeneration is the metadata.generation the controller last acted on.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,2,opt,name=observedGeneration"`
 
 	// Replicas is the number of data replica Pods that exist.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas,omitempty" protobuf:"varint,3,opt,name=replicas"`
 
 	// ReadyReplicas is the number of data replica Pods that are ready.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas,omitempty" protobuf:"varint,4,opt,name=readyReplicas"`
 
 	// UpdatedReplicas is the number of data replica Pods at the current spec.
 	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty" protobuf:"varint,5,opt,name=updatedReplicas"`
 
 	// ProxyReadyReplicas is the number of proxy Pods that are ready.
 	// +optional
-	ProxyReadyReplicas int32 `json:"proxyReadyReplicas,omitempty"`
+	ProxyReadyReplicas int32 `json:"proxyReadyReplicas,omitempty" protobuf:"varint,6,opt,name=proxyReadyReplicas"`
 
 	// CurrentImage is the image every data replica runs once a rollout has
 	// finished.
 	// +optional
-	CurrentImage string `json:"currentImage,omitempty"`
+	CurrentImage string `json:"currentImage,omitempty" protobuf:"bytes,7,opt,name=currentImage"`
 
 	// LastBackupTime is when the final backup last succeeded.
 	// +optional
-	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty"`
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty" protobuf:"bytes,8,opt,name=lastBackupTime"`
 
 	// Selector is the label selector of the data replica Pods, in string form.
 	// +optional
-	Selector string `json:"selector,omitempty"`
+	Selector string `json:"selector,omitempty" protobuf:"bytes,9,opt,name=selector"`
 
 	// Conditions are the latest observations of the store's state:
 	// Available, Progressing, Degraded and BackupSucceeded.
@@ -230,7 +234,7 @@ type KeyValueStoreStatus struct {
 	// +listMapKey=type
 	// +patchStrategy=merge
 	// +patchMergeKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,10,rep,name=conditions"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -240,8 +244,8 @@ type KeyValueStoreList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Items is the list of KeyValueStores.
-	Items []KeyValueStore `json:"items"`
+	Items []KeyValueStore `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

@@ -29,7 +29,11 @@ import (
 type StorageSpecApplyConfiguration struct {
 	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
 	// greater than zero.
-	Size *resource.Quantity `json:"size,omitempty"`
+	// ---
+	// The Go field is VolumeSize, not Size: the generated protobuf code gives
+	// every message type a Size() method, which a field named Size would clash
+	// with. The JSON and protobuf name stays "size".
+	VolumeSize *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName is the StorageClass of the volumes. When unset the
 	// cluster's default StorageClass is used.
 	StorageClassName *string `json:"storageClassName,omitempty"`
@@ -41,11 +45,11 @@ func StorageSpec() *StorageSpecApplyConfiguration {
 	return &StorageSpecApplyConfiguration{}
 }
 
-// WithSize sets the Size field in the declarative configuration to the given value
+// WithVolumeSize sets the VolumeSize field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Size field is set to the value of the last call.
-func (b *StorageSpecApplyConfiguration) WithSize(value resource.Quantity) *StorageSpecApplyConfiguration {
-	b.Size = &value
+// If called multiple times, the VolumeSize field is set to the value of the last call.
+func (b *StorageSpecApplyConfiguration) WithVolumeSize(value resource.Quantity) *StorageSpecApplyConfiguration {
+	b.VolumeSize = &value
 	return b
 }
 

@@ -69,6 +69,7 @@ func newKeyValueStores(c *KvstoreV1alpha1Client, namespace string) *keyValueStor
 			namespace,
 			func() *kvstorev1alpha1.KeyValueStore { return &kvstorev1alpha1.KeyValueStore{} },
 			func() *kvstorev1alpha1.KeyValueStoreList { return &kvstorev1alpha1.KeyValueStoreList{} },
+			gentype.PrefersProtobuf[*kvstorev1alpha1.KeyValueStore](),
 		),
 	}
 }

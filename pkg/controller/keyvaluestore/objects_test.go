@@ -1,0 +1,134 @@
+package keyvaluestore
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+func testStore() *v1alpha1.KeyValueStore {
+	return &v1alpha1.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: types.UID("uid-1"), Generation: 1},
+		Spec: v1alpha1.KeyValueStoreSpec{
+			Replicas: ptr.To[int32](3),
+			Image:    "redis:7.2",
+			Port:     6379,
+		},
+	}
+}
+
+func TestStatefulSetBuilder(t *testing.T) {
+	kvs := testStore()
+	kvs.Spec.Storage.StorageClassName = ptr.To("fast")
+	kvs.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+
+	sts := StatefulSet(kvs, 3)
+	assert.Equal(t, "s", *sts.Name)
+	assert.Equal(t, int32(3), *sts.Spec.Replicas)
+	assert.Equal(t, "s-headless", *sts.Spec.ServiceName)
+	assert.Equal(t, map[string]string{LabelInstance: "s", LabelComponent: ComponentData}, sts.Spec.Selector.MatchLabels)
+	require.Len(t, sts.OwnerReferences, 1)
+	assert.True(t, *sts.OwnerReferences[0].Controller)
+	assert.Equal(t, types.UID("uid-1"), *sts.OwnerReferences[0].UID)
+
+	c := sts.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "redis:7.2", *c.Image)
+	assert.Equal(t, int32(6379), *c.Ports[0].ContainerPort)
+	require.NotNil(t, c.ReadinessProbe.TCPSocket)
+	require.NotNil(t, sts.Spec.Template.Spec.Affinity.PodAntiAffinity)
+
+	require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+	claim := sts.Spec.VolumeClaimTemplates[0]
+	assert.Equal(t, "fast", *claim.Spec.StorageClassName)
+	assert.Equal(t, ManagedBy, claim.Labels[LabelManagedBy], "claims carry the labels the controller finds them by")
+	assert.Equal(t, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
+	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled)
+
+	kvs.Spec.PersistentVolumeClaimRetentionPolicy = nil
+	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *StatefulSet(kvs, 3).Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
+}
+
+func TestServicesFollowTheProxyTier(t *testing.T) {
+	kvs := testStore()
+	assert.Equal(t, ComponentData, ClientService(kvs).Spec.Selector[LabelComponent])
+	headless := HeadlessService(kvs)
+	assert.Equal(t, corev1.ClusterIPNone, *headless.Spec.ClusterIP)
+	assert.True(t, *headless.Spec.PublishNotReadyAddresses)
+
+	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"}
+	assert.Equal(t, ComponentProxy, ClientService(kvs).Spec.Selector[LabelComponent])
+	d := ProxyDeployment(kvs, 2)
+	assert.Equal(t, "s-proxy", *d.Name)
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	assert.Equal(t, "envoy:1", *d.Spec.Template.Spec.Containers[0].Image)
+}
+
+func TestBackupJobContract(t *testing.T) {
+	kvs := testStore()
+	kvs.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](120)}
+	job := BackupJob(kvs)
+	assert.Equal(t, "s-final-backup", *job.Name)
+	assert.Equal(t, int32(0), *job.Spec.BackoffLimit, "retries belong to the controller")
+	assert.Equal(t, int64(120), *job.Spec.ActiveDeadlineSeconds)
+	assert.Equal(t, corev1.RestartPolicyNever, *job.Spec.Template.Spec.RestartPolicy)
+	c := job.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, []string{"/backup", "--all"}, c.Command)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[*e.Name] = *e.Value
+	}
+	assert.Equal(t, map[string]string{
+		"KVSTORE_NAME":      "s",
+		"KVSTORE_NAMESPACE": "ns",
+		"KVSTORE_PORT":      "6379",
+		"KVSTORE_ENDPOINTS": "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc",
+	}, env)
+}
+
+func readySts(image string, replicas int32) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+		},
+		Status: appsv1.StatefulSetStatus{
+			ObservedGeneration: 2, Replicas: replicas, ReadyReplicas: replicas, UpdatedReplicas: replicas,
+			CurrentRevision: "r2", UpdateRevision: "r2",
+		},
+	}
+}
+
+func TestStatefulSetReadyIsRevisionAware(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*appsv1.StatefulSet)
+		image  string
+		want   bool
+	}{
+		{"ready", func(*appsv1.StatefulSet) {}, "redis:7.2", true},
+		{"image check skipped", func(*appsv1.StatefulSet) {}, "", true},
+		{"other image", func(*appsv1.StatefulSet) {}, "redis:7.4", false},
+		{"generation not observed", func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = 1 }, "redis:7.2", false},
+		{"revision rolling", func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "r1" }, "redis:7.2", false},
+		{"not all updated", func(s *appsv1.StatefulSet) { s.Status.UpdatedReplicas = 2 }, "redis:7.2", false},
+		{"not all ready", func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 2 }, "redis:7.2", false},
+		{"spec replicas differ", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](5) }, "redis:7.2", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := readySts("redis:7.2", 3)
+			tc.mutate(sts)
+			assert.Equal(t, tc.want, statefulSetReady(sts, tc.image, 3))
+		})
+	}
+	assert.False(t, statefulSetReady(nil, "", 3))
+}

@@ -1,0 +1,91 @@
+package keyvaluestore
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// wasReadyAt marks a store as having been fully ready at generation gen.
+func wasReadyAt(kvs *v1alpha1.KeyValueStore, gen int64) {
+	kvs.Status.CurrentImage = "redis:7.2"
+	meta.SetStatusCondition(&kvs.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonRolloutComplete, ObservedGeneration: gen})
+}
+
+func TestObservePhases(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "s", field.ErrorList{field.Invalid(field.NewPath("spec"), "", "bad")})
+	tests := []struct {
+		name     string
+		setup    func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error)
+		want     v1alpha1.KeyValueStorePhase
+		degraded bool
+	}{
+		{"no statefulset yet", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return nil, nil }, v1alpha1.PhaseCreating, false},
+		{"partly ready, never ready", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			s := readySts("redis:7.2", 3)
+			s.Status.ReadyReplicas = 1
+			return s, nil
+		}, v1alpha1.PhaseCreating, false},
+		{"ready", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return readySts("redis:7.2", 3), nil }, v1alpha1.PhaseReady, false},
+		{"new generation rolling after ready", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			wasReadyAt(k, 1)
+			k.Generation = 2
+			k.Spec.Image = "redis:7.4"
+			return readySts("redis:7.2", 3), nil
+		}, v1alpha1.PhaseUpgrading, false},
+		{"lost replicas at the ready generation", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			wasReadyAt(k, 1)
+			s := readySts("redis:7.2", 3)
+			s.Status.ReadyReplicas = 2
+			return s, nil
+		}, v1alpha1.PhaseDegraded, true},
+		{"refused by the cluster", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return nil, invalid }, v1alpha1.PhaseFailed, false},
+		{"transient error is not failure", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return nil, errors.New("timeout") }, v1alpha1.PhaseCreating, false},
+		{"paused before anything exists", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			k.Spec.Paused = true
+			return nil, nil
+		}, v1alpha1.PhasePending, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kvs := testStore()
+			sts, err := tc.setup(kvs)
+			st := observe(kvs, sts, nil, err)
+			assert.Equal(t, tc.want, st.Phase)
+			assert.Equal(t, kvs.Generation, st.ObservedGeneration)
+			assert.Equal(t, tc.degraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
+			for _, c := range st.Conditions {
+				assert.Equal(t, kvs.Generation, c.ObservedGeneration, c.Type)
+			}
+			assert.LessOrEqual(t, st.ReadyReplicas, st.Replicas)
+		})
+	}
+}
+
+func TestObserveReadyRecordsImageAndWaitsForProxy(t *testing.T) {
+	kvs := testStore()
+	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptrInt32(2), Image: "envoy:1"}
+	st := observe(kvs, readySts("redis:7.2", 3), nil, nil)
+	assert.Equal(t, v1alpha1.PhaseCreating, st.Phase, "not Ready while the proxy tier is missing")
+	assert.Empty(t, st.CurrentImage, "currentImage is recorded once the whole store is Ready")
+	assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable))
+
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptrInt32(2)},
+		Status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2}}
+	st = observe(kvs, readySts("redis:7.2", 3), d, nil)
+	assert.Equal(t, v1alpha1.PhaseReady, st.Phase)
+	assert.Equal(t, "redis:7.2", st.CurrentImage)
+	assert.Equal(t, int32(2), st.ProxyReadyReplicas)
+}
+
+func ptrInt32(v int32) *int32 { return &v }
