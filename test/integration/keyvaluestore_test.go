@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	kvsapply "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1alpha1"
 )
 
@@ -445,10 +447,13 @@ func TestStoredInEtcdUnderExpectedKey(t *testing.T) {
 	resp, err := ec.Get(ctx, key)
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1, "no object at %s", key)
-	var stored map[string]interface{}
-	require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &stored))
-	assert.Equal(t, "kvstore.io/v1alpha1", stored["apiVersion"], "stored as the storage version")
-	assert.Equal(t, "KeyValueStore", stored["kind"])
+	// Stored as protobuf (the "k8s\x00" envelope) in the storage version.
+	raw := resp.Kvs[0].Value
+	require.True(t, bytes.HasPrefix(raw, []byte("k8s\x00")), "not protobuf: %q", raw[:min(len(raw), 16)])
+	obj, gvk, err := apiserver.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"), *gvk, "stored as the storage version")
+	assert.Equal(t, "redis:7.2", obj.(*v1alpha1.KeyValueStore).Spec.Image)
 }
 
 func restConfigFor() *rest.Config {
