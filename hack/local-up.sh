@@ -153,7 +153,8 @@ up() {
     --bind-address 127.0.0.1 --secure-port "${SCHEDULER_PORT}" --leader-elect=false
   start kwok "${BIN}/kwok" --kubeconfig "${STATE}/kwok.kubeconfig" -c "${ROOT}/hack/kwok/stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr=10.244.0.0/16 --node-ip=10.0.0.1 --server-address "127.0.0.1:${KWOK_PORT}"
+    --cidr=10.244.0.0/16 --node-ip=10.0.0.1 --server-address "127.0.0.1:${KWOK_PORT}" \
+    --node-lease-duration-seconds=40
 
   log "creating ${NODES} fake Nodes and a default StorageClass"
   for n in $(seq 1 "${NODES}"); do nodes_yaml "kwok-node-${n}"; done | kubectl apply -f - >/dev/null
