@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -22,7 +24,6 @@ import (
 	kvscontroller "github.com/kvstore-io/kvstore-apiserver/pkg/controller/keyvaluestore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
 	kvsinformers "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions"
-	"github.com/spf13/pflag"
 )
 
 // ControllerOptions configure the embedded, leader-elected controller.
