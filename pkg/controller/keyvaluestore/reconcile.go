@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,6 +58,9 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 	var applyErr error
 	if !kvs.Spec.Paused {
 		sts, proxy, applyErr = c.apply(ctx, kvs, sts, proxy)
+	}
+	if isPermanent(applyErr) {
+		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonApplyFailed, applyErr.Error())
 	}
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		return observe(k, sts, proxy, applyErr)
