@@ -1,0 +1,838 @@
+// Command kvsbench is the performance benchmark of kvstore-apiserver. On the
+// local stack of hack/local-up.sh (reused, or brought up and torn down again)
+// it runs the same workload against
+//
+//	A   the KeyValueStore API as a CRD (artifacts/bench/keyvaluestores-crd.yaml), served by kube-apiserver;
+//	B   kvstore-apiserver through kube-apiserver's aggregator (JSON and protobuf);
+//	B′  kvstore-apiserver directly on 127.0.0.1:8443 (JSON and protobuf);
+//	E   raw etcd puts of the bytes kvstore-apiserver stores, on its etcd;
+//
+// and writes a table of latencies, rates, LIST sizes, watch delivery, memory
+// and CPU, with ratios, to stdout, <out>/results.md and <out>/results.json.
+//
+//	go run ./test/bench/cmd/kvsbench            # full: the counts of the issue, 3 repetitions
+//	go run ./test/bench/cmd/kvsbench --quick    # tiny counts, 1 repetition, for CI
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
+	kvsclient "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
+)
+
+// Columns of the result table.
+const (
+	colA  = "A"
+	colBJ = "B json"
+	colBP = "B proto"
+	colDJ = "B′ json"
+	colDP = "B′ proto"
+	colE  = "E"
+)
+
+var columns = []string{colA, colBJ, colBP, colDJ, colDP, colE}
+
+// colSlug is a column's part of object names.
+func colSlug(col string) string {
+	return map[string]string{colA: "a", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e"}[col]
+}
+
+const (
+	kubeAPIURL    = "https://127.0.0.1:6443"
+	kvstoreAPIURL = "https://127.0.0.1:8443"
+	kubeEtcdURL   = "http://127.0.0.1:32379"
+	kvsEtcdURL    = "http://127.0.0.1:32381"
+	ctJSON        = "application/json"
+	ctProtobuf    = "application/vnd.kubernetes.protobuf"
+	fieldManager  = "kvsbench"
+	// clientQPS < 0 turns client-go's rate limiter off.
+	clientQPS = -1
+)
+
+type config struct {
+	quick       bool
+	reps        int
+	opsC1       int
+	opsC16      int
+	watchers    []int
+	watchWrites int
+	listSizes   []int
+	listRepeat  int
+	idle        time.Duration
+	memSettle   time.Duration
+	scaleReps   int
+	// steadyMemory reads memory only after the watch caches' history has
+	// been shrunk (see quiesce); off with --quick, which cannot wait 80 s.
+	steadyMemory bool
+	phases       map[string]bool
+	columns      map[string]bool
+	namespace    string
+	crdPath      string
+	out          string
+	keepCRD      bool
+}
+
+func parseFlags(args []string) (config, error) {
+	root := framework.RepoRoot()
+	fs := flag.NewFlagSet("kvsbench", flag.ContinueOnError)
+	c := config{}
+	fs.BoolVar(&c.quick, "quick", false, "tiny counts and one repetition (under a minute); for CI")
+	reps := fs.Int("reps", 0, "repetitions of every workload; each figure is their median (default 3, 1 with --quick)")
+	scaleReps := fs.Int("scale-reps", 0, "how many of the repetitions also run the scale phase (LIST, memory, CPU at the largest list size); default: all")
+	opsC1 := fs.Int("ops-c1", 0, "objects per create/get/update/delete run at concurrency 1 (default 200, 20 with --quick)")
+	opsC16 := fs.Int("ops-c16", 0, "objects per run at concurrency 16 (default 800, 64 with --quick)")
+	watchers := fs.String("watchers", "", "numbers of concurrent watchers (default 1,50,100; 1,10 with --quick)")
+	fs.IntVar(&c.watchWrites, "watch-writes", 0, "timed writes per watch measurement (default 100, 10 with --quick)")
+	lists := fs.String("list-sizes", "", "object counts at which LIST is measured; the largest is also the memory and CPU scale (default 1000,10000; 50,200 with --quick)")
+	fs.IntVar(&c.listRepeat, "list-repeat", 0, "timed LISTs per variant and size in each repetition, after one warm-up (default 3, 1 with --quick)")
+	phases := fs.String("phases", "ops,watch,scale", "which phases to run")
+	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
+	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
+	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
+	fs.StringVar(&c.out, "out", filepath.Join(root, "_output", "bench"), "where results.json and results.md go")
+	fs.BoolVar(&c.keepCRD, "keep-crd", false, "leave the bench CRD installed at the end")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	pick := func(flagValue, full, quick int) int {
+		if flagValue > 0 {
+			return flagValue
+		}
+		if c.quick {
+			return quick
+		}
+		return full
+	}
+	c.reps = pick(*reps, 3, 1)
+	c.scaleReps = min(pick(*scaleReps, c.reps, c.reps), c.reps)
+	c.opsC1 = pick(*opsC1, 200, 20)
+	c.opsC16 = pick(*opsC16, 800, 64)
+	c.watchWrites = pick(c.watchWrites, 100, 10)
+	c.listRepeat = pick(c.listRepeat, 3, 1)
+	c.idle, c.memSettle, c.steadyMemory = 5*time.Second, 90*time.Second, true
+	if c.quick {
+		c.idle, c.memSettle, c.steadyMemory = time.Second, 0, false
+	}
+	var err error
+	if c.watchers, err = intList(*watchers, "1,50,100", "1,10", c.quick); err != nil {
+		return c, fmt.Errorf("--watchers: %w", err)
+	}
+	if c.listSizes, err = intList(*lists, "1000,10000", "50,200", c.quick); err != nil {
+		return c, fmt.Errorf("--list-sizes: %w", err)
+	}
+	sort.Ints(c.listSizes)
+	c.columns = map[string]bool{}
+	for _, col := range strings.Split(*cols, ",") {
+		col = strings.TrimSpace(col)
+		if colSlug(col) == "" {
+			return c, fmt.Errorf("--columns: unknown column %q (have %s)", col, strings.Join(columns, ", "))
+		}
+		c.columns[col] = true
+	}
+	c.phases = map[string]bool{}
+	for _, p := range strings.Split(*phases, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "ops", "watch", "scale":
+			c.phases[p] = true
+		default:
+			return c, fmt.Errorf("--phases: unknown phase %q", p)
+		}
+	}
+	return c, nil
+}
+
+func intList(s, full, quick string, isQuick bool) ([]int, error) {
+	if s == "" {
+		s = full
+		if isQuick {
+			s = quick
+		}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "kvsbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "kvsbench:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	cfg   config
+	log   io.Writer
+	figs  *figures
+	procs procs
+	meta  meta
+
+	targets []target
+	a       *crTarget
+	bp      *kvsTarget
+	e       *etcdTarget
+	lists   []listVariant
+	raw     map[string]*rawClient // by process, for /metrics and pprof
+
+	kube         kubernetes.Interface
+	dyn          dynamic.Interface
+	kvsDirect    kvsclient.KeyValueStoreInterface
+	crClient     dynamic.ResourceInterface
+	etcdKVS      *clientv3.Client
+	etcdKube     *clientv3.Client
+	kvsKeyPrefix string // etcd key prefix of the namespace's stores
+	crKeyPrefix  string // and of its custom resources
+	crStatus     map[string]interface{}
+
+	// memKVS and memCR update one object each in the namespace <ns>-mem to
+	// shrink the watch caches' history before memory readings.
+	memKVS *kvsTarget
+	memCR  *crTarget
+
+	contentTypes sync.Map
+	mu           sync.Mutex
+	problems     []string
+	last         time.Time // of the last write through an API server
+}
+
+// touch records that the benchmark just wrote through an API server.
+func (b *bench) touch() {
+	b.mu.Lock()
+	b.last = time.Now()
+	b.mu.Unlock()
+}
+
+func (b *bench) lastWrite() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+func (b *bench) memNamespace() string { return b.cfg.namespace + "-mem" }
+
+func (b *bench) logf(format string, args ...interface{}) {
+	fmt.Fprintf(b.log, "%s kvsbench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// problem notes something that makes a figure less trustworthy; all of them
+// are printed with the results.
+func (b *bench) problem(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	b.logf("WARNING: %s", msg)
+	b.mu.Lock()
+	b.problems = append(b.problems, msg)
+	b.mu.Unlock()
+}
+
+func run(ctx context.Context, cfg config) (err error) {
+	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures()}
+	crd, err := loadCRD(cfg.crdPath)
+	if err != nil {
+		return err
+	}
+	if err := checkCRDMatchesTypes(crd); err != nil {
+		return err
+	}
+
+	stack, err := framework.EnsureStack(ctx, os.Stderr)
+	if err != nil {
+		return err
+	}
+	// A stack this run brought up is torn down even after an interrupt.
+	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
+	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids")}
+
+	if err := b.connect(stack); err != nil {
+		return err
+	}
+	defer b.etcdKVS.Close()
+	defer b.etcdKube.Close()
+
+	started := time.Now()
+	b.meta = collectMeta(ctx, b, cfg)
+	b.logf("applying %s", cfg.crdPath)
+	if err := b.applyCRD(ctx, crd); err != nil {
+		return err
+	}
+	if err := b.prepareNamespace(ctx); err != nil {
+		return err
+	}
+	// Whatever happens from here, leave no objects behind.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Minute)
+		defer cancel()
+		if cerr := b.teardown(cctx); cerr != nil {
+			b.logf("cleanup: %v", cerr)
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
+	if err := b.probe(ctx); err != nil {
+		return err
+	}
+
+	for rep := 1; rep <= cfg.reps; rep++ {
+		var idle map[string]float64
+		if cfg.phases["scale"] && rep <= cfg.scaleReps {
+			// First, so that its memory readings follow the quietest period.
+			if idle, err = b.scalePhase(ctx, rep); err != nil {
+				return err
+			}
+		} else {
+			b.logf("repetition %d of %d: measuring idle CPU for %s", rep, cfg.reps, cfg.idle)
+			if idle, err = b.procs.idleRates(ctx, cfg.idle); err != nil {
+				return err
+			}
+		}
+		for p, r := range idle {
+			b.figs.add("idle cpu "+p, "-", "CPU s/s", r)
+		}
+		if cfg.phases["ops"] {
+			for _, conc := range []int{1, 16} {
+				if err := b.opsPhase(ctx, rep, conc, idle); err != nil {
+					return err
+				}
+			}
+		}
+		if cfg.phases["watch"] {
+			if err := b.watchPhase(ctx, rep); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range b.targets {
+		if n := t.Conflicts(); n > 0 {
+			b.problem("%s: %d updates hit a conflict and were retried (latency includes the retry)", t.ID(), n)
+		}
+	}
+	b.meta.Duration = time.Since(started).Round(time.Second).String()
+	b.contentTypes.Range(func(k, v interface{}) bool {
+		b.meta.WireFormats = append(b.meta.WireFormats, fmt.Sprintf("%s: %s", k, v))
+		return true
+	})
+	sort.Strings(b.meta.WireFormats)
+	return b.report()
+}
+
+// connect builds every client: the admin's through kube-apiserver, the admin
+// client certificate directly against kvstore-apiserver, and etcd clients.
+func (b *bench) connect(stack *framework.Stack) error {
+	kubeCfg, err := clientcmd.BuildConfigFromFlags("", stack.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	kubeCfg.QPS, kubeCfg.Burst = clientQPS, 0
+	kubeCfg.UserAgent = "kvsbench"
+	directCfg := &rest.Config{
+		Host: kvstoreAPIURL,
+		TLSClientConfig: rest.TLSClientConfig{
+			ServerName: "localhost",
+			CAFile:     filepath.Join(stack.CertDir, "ca.crt"),
+			CertFile:   filepath.Join(stack.CertDir, "admin.crt"),
+			KeyFile:    filepath.Join(stack.CertDir, "admin.key"),
+		},
+		QPS:       clientQPS,
+		UserAgent: "kvsbench",
+	}
+
+	if b.kube, err = kubernetes.NewForConfig(kubeCfg); err != nil {
+		return err
+	}
+	if b.dyn, err = dynamic.NewForConfig(kubeCfg); err != nil {
+		return err
+	}
+	kvsFor := func(col string, base *rest.Config, proto bool) (*kvsTarget, error) {
+		cs, err := versioned.NewForConfig(b.wire(col, base, proto))
+		if err != nil {
+			return nil, err
+		}
+		return newKVSTarget(col, b.cfg.namespace, cs.KvstoreV1alpha1().KeyValueStores(b.cfg.namespace)), nil
+	}
+	crDyn, err := dynamic.NewForConfig(b.wire(colA, kubeCfg, false))
+	if err != nil {
+		return err
+	}
+	b.a = newCRTarget(colA, b.cfg.namespace, crDyn.Resource(crGVR).Namespace(b.cfg.namespace))
+	bj, err := kvsFor(colBJ, kubeCfg, false)
+	if err != nil {
+		return err
+	}
+	if b.bp, err = kvsFor(colBP, kubeCfg, true); err != nil {
+		return err
+	}
+	dj, err := kvsFor(colDJ, directCfg, false)
+	if err != nil {
+		return err
+	}
+	dp, err := kvsFor(colDP, directCfg, true)
+	if err != nil {
+		return err
+	}
+
+	if b.etcdKVS, err = clientv3.New(clientv3.Config{Endpoints: []string{kvsEtcdURL}, DialTimeout: 5 * time.Second}); err != nil {
+		return err
+	}
+	if b.etcdKube, err = clientv3.New(clientv3.Config{Endpoints: []string{kubeEtcdURL}, DialTimeout: 5 * time.Second}); err != nil {
+		return err
+	}
+	b.e = &etcdTarget{id: colE, cli: b.etcdKVS, prefix: "/bench/" + b.cfg.namespace + "/"}
+	for _, t := range []target{b.a, bj, b.bp, dj, dp, b.e} {
+		if b.cfg.columns[t.ID()] {
+			b.targets = append(b.targets, t)
+		}
+	}
+
+	// Untimed helpers: direct protobuf for stores, the admin's dynamic client for CRs.
+	helper, err := versioned.NewForConfig(b.wire("", directCfg, true))
+	if err != nil {
+		return err
+	}
+	b.kvsDirect = helper.KvstoreV1alpha1().KeyValueStores(b.cfg.namespace)
+	b.crClient = b.dyn.Resource(crGVR).Namespace(b.cfg.namespace)
+	b.memKVS = newKVSTarget("mem", b.memNamespace(), helper.KvstoreV1alpha1().KeyValueStores(b.memNamespace()))
+	b.memCR = newCRTarget("mem", b.memNamespace(), b.dyn.Resource(crGVR).Namespace(b.memNamespace()))
+
+	// LIST variants and the raw clients for /metrics.
+	b.raw = map[string]*rawClient{}
+	rawFor := func(cfg *rest.Config) (*rawClient, error) {
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &rawClient{host: cfg.Host, http: hc}, nil
+	}
+	kubeRaw, err := rawFor(rest.CopyConfig(kubeCfg))
+	if err != nil {
+		return err
+	}
+	directRaw, err := rawFor(rest.CopyConfig(directCfg))
+	if err != nil {
+		return err
+	}
+	b.raw[pKubeAPI], b.raw[pKVSAPI] = kubeRaw, directRaw
+	kvsPath := fmt.Sprintf("/apis/%s/namespaces/%s/keyvaluestores", v1alpha1.SchemeGroupVersion, b.cfg.namespace)
+	crPath := fmt.Sprintf("/apis/%s/namespaces/%s/keyvaluestores", crGVR.GroupVersion(), b.cfg.namespace)
+	for _, gz := range []bool{true, false} {
+		b.lists = append(b.lists,
+			listVariant{col: colA, raw: kubeRaw, path: crPath, gzip: gz},
+			listVariant{col: colBJ, raw: kubeRaw, path: kvsPath, gzip: gz},
+			listVariant{col: colBP, raw: kubeRaw, path: kvsPath, proto: true, gzip: gz},
+			listVariant{col: colDJ, raw: directRaw, path: kvsPath, gzip: gz},
+			listVariant{col: colDP, raw: directRaw, path: kvsPath, proto: true, gzip: gz},
+		)
+	}
+	b.lists = append(b.lists, listVariant{col: colE})
+	return nil
+}
+
+// wire copies cfg for one wire format, recording the Content-Type of the
+// column's first response so the report can show what was really used. A
+// wrapped transport is not shared, so every column has its own connection.
+func (b *bench) wire(col string, cfg *rest.Config, proto bool) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	if proto {
+		c.ContentType, c.AcceptContentTypes = ctProtobuf, ctProtobuf
+	} else {
+		c.ContentType, c.AcceptContentTypes = ctJSON, ctJSON
+	}
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && col != "" && resp.StatusCode < 300 {
+				kind := req.Method
+				if req.URL.Query().Get("watch") == "true" {
+					kind = "WATCH"
+				}
+				b.contentTypes.LoadOrStore(col+" "+kind, resp.Header.Get("Content-Type"))
+			}
+			return resp, err
+		})
+	}
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// applyCRD server-side applies the CRD and waits until it is Established and
+// its resource is served.
+func (b *bench) applyCRD(ctx context.Context, crd *unstructured.Unstructured) error {
+	body, err := crd.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	crds := b.dyn.Resource(crdGVR)
+	if _, err := crds.Patch(ctx, crd.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}); err != nil {
+		return fmt.Errorf("apply CRD: %w", err)
+	}
+	return framework.WaitFor(ctx, 2*time.Minute, func(ctx context.Context) error {
+		got, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		established := false
+		for _, c := range conds {
+			m, _ := c.(map[string]interface{})
+			if m["type"] == "Established" && m["status"] == "True" {
+				established = true
+			}
+		}
+		if !established {
+			return fmt.Errorf("CRD %s not Established yet", crd.GetName())
+		}
+		_, err = b.dyn.Resource(crGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+}
+
+// prepareNamespace removes what an interrupted run left and creates the
+// namespaces: one for the measured objects, one for the two objects quiesce
+// updates.
+func (b *bench) prepareNamespace(ctx context.Context) error {
+	ns := b.cfg.namespace
+	// Where the two API servers keep the namespace's objects (kvstore-apiserver's
+	// default --etcd-prefix; kube-apiserver's <group>/<resource> for a CRD), to
+	// count them cheaply while waiting for deletions and to read stored sizes.
+	b.kvsKeyPrefix = fmt.Sprintf("/registry/kvstore.io/keyvaluestores/%s/", ns)
+	b.crKeyPrefix = fmt.Sprintf("/registry/%s/keyvaluestores/%s/", benchGroup, ns)
+	if existing, err := b.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		b.logf("namespace %s exists (an earlier run?): removing it first", ns)
+		if existing.DeletionTimestamp == nil {
+			if err := b.cleanupObjects(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range []string{ns, b.memNamespace()} {
+		if err := b.deleteNamespace(ctx, n); err != nil {
+			return err
+		}
+		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: n, Labels: map[string]string{"app.kubernetes.io/part-of": "kvstore-bench"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create namespace %s: %w", n, err)
+		}
+	}
+	if _, err := b.memKVS.Create(ctx, memObject, "mem"); err != nil {
+		return fmt.Errorf("create a store in %s: %w", b.memNamespace(), err)
+	}
+	// Without the finalizer: nobody would release it when the namespace goes.
+	cr := newCR(b.memNamespace(), memObject, "mem")
+	cr.SetFinalizers(nil)
+	out, err := b.memCR.client.Create(ctx, cr, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create a custom resource in %s: %w", b.memNamespace(), err)
+	}
+	b.memCR.remember(out)
+	return nil
+}
+
+func (b *bench) cleanupObjects(ctx context.Context) error {
+	if err := b.cleanupKVS(ctx, ""); err != nil {
+		return err
+	}
+	if err := b.cleanupCR(ctx, ""); err != nil {
+		return err
+	}
+	_, err := b.etcdKVS.Delete(ctx, b.e.prefix, clientv3.WithPrefix())
+	return err
+}
+
+// deleteNamespace deletes ns and waits until it is gone (its store's
+// teardown is the controller's, quick for a paused store).
+func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
+	err := b.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return framework.WaitFor(ctx, 5*time.Minute, func(ctx context.Context) error {
+		_, err := b.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("namespace %s still exists (%v)", ns, err)
+	})
+}
+
+// teardown removes every object, the namespaces and (unless kept) the CRD.
+func (b *bench) teardown(ctx context.Context) error {
+	b.logf("cleaning up namespaces %s and %s", b.cfg.namespace, b.memNamespace())
+	if err := b.cleanupObjects(ctx); err != nil {
+		return err
+	}
+	// The quiesce objects first: an empty namespace goes faster.
+	if err := b.memKVS.Delete(ctx, memObject); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := b.memCR.Delete(ctx, memObject); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	memKey := fmt.Sprintf("/registry/kvstore.io/keyvaluestores/%s/%s", b.memNamespace(), memObject)
+	if err := b.waitGone(ctx, "quiesce store", func() (int64, error) { return countKeys(ctx, b.etcdKVS, memKey) }, nil); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	nss := []string{b.cfg.namespace, b.memNamespace()}
+	errs := make([]error, len(nss))
+	for i, ns := range nss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.deleteNamespace(ctx, ns)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if b.cfg.keepCRD {
+		return nil
+	}
+	err := b.dyn.Resource(crdGVR).Delete(ctx, crGVR.Resource+"."+benchGroup, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// probe creates one store and one custom resource, waits for the
+// controller's status write, and records the sizes of both as stored; the
+// store's bytes are what raw etcd (E) writes, and its status is what the CRD
+// side writes when it emulates the operator.
+func (b *bench) probe(ctx context.Context) error {
+	const set = "probe"
+	name := objName(set, 0)
+	kvs, err := b.kvsDirect.Create(ctx, newKVS(b.cfg.namespace, name, set), metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create probe store: %w", err)
+	}
+	if err := b.settle(ctx, set, kvs.ResourceVersion); err != nil {
+		return err
+	}
+	if kvs, err = b.kvsDirect.Get(ctx, name, metav1.GetOptions{}); err != nil {
+		return err
+	}
+	stored, err := b.etcdKVS.Get(ctx, b.kvsKeyPrefix+name)
+	if err != nil || len(stored.Kvs) != 1 {
+		return fmt.Errorf("probe store not found in kvstore's etcd at %s: %v", b.kvsKeyPrefix+name, err)
+	}
+	b.e.value = stored.Kvs[0].Value
+	status, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&kvs.Status)
+	if err != nil {
+		return err
+	}
+	b.crStatus = status
+
+	cr := newCRTarget("probe", b.cfg.namespace, b.crClient)
+	if _, err := cr.Create(ctx, name, set); err != nil {
+		return fmt.Errorf("create probe custom resource: %w", err)
+	}
+	if err := cr.UpdateStatus(ctx, name, b.crStatus); err != nil {
+		return fmt.Errorf("probe custom resource status: %w", err)
+	}
+	crStored, err := b.etcdKube.Get(ctx, b.crKeyPrefix+name)
+	if err != nil || len(crStored.Kvs) != 1 {
+		return fmt.Errorf("probe custom resource not found in kube's etcd at %s: %v", b.crKeyPrefix+name, err)
+	}
+	crObj, err := b.crClient.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	b.meta.Objects = objectSizes{
+		RequestJSON:       jsonSize(newKVS(b.cfg.namespace, name, set)),
+		StoreJSON:         jsonSize(kvs),
+		StoreStored:       len(b.e.value),
+		StoreStoredFormat: storedFormat(b.e.value),
+		CRJSON:            jsonSize(crObj.Object),
+		CRStored:          len(crStored.Kvs[0].Value),
+		CRStoredFormat:    storedFormat(crStored.Kvs[0].Value),
+	}
+	b.logf("objects: request %d B of JSON; a store is %d B as JSON, %d B stored (%s); a custom resource is %d B as JSON, %d B stored (%s)",
+		b.meta.Objects.RequestJSON, b.meta.Objects.StoreJSON, b.meta.Objects.StoreStored, b.meta.Objects.StoreStoredFormat,
+		b.meta.Objects.CRJSON, b.meta.Objects.CRStored, b.meta.Objects.CRStoredFormat)
+	if err := b.cleanupKVS(ctx, set); err != nil {
+		return err
+	}
+	return b.cleanupCR(ctx, set)
+}
+
+func storedFormat(v []byte) string {
+	switch {
+	case strings.HasPrefix(string(v), "k8s\x00"):
+		return "protobuf"
+	case strings.HasPrefix(string(v), "{"):
+		return "JSON"
+	case strings.HasPrefix(string(v), "k8s:enc:"):
+		return "encrypted"
+	}
+	return "unknown"
+}
+
+// meta describes the machine and the run.
+type meta struct {
+	Mode        string      `json:"mode"`
+	Command     string      `json:"command"`
+	Date        string      `json:"date"`
+	Duration    string      `json:"duration"`
+	CPUs        int         `json:"cpus"`
+	CPUModel    string      `json:"cpu_model"`
+	MemTotal    string      `json:"mem_total"`
+	GoVersion   string      `json:"go_version"`
+	Kernel      string      `json:"kernel"`
+	KubeVersion string      `json:"kube_apiserver_version"`
+	KVSVersion  string      `json:"kvstore_apiserver_version"`
+	KVSBinary   string      `json:"kvstore_apiserver_binary"`
+	EtcdFsync   string      `json:"etcd_fsync"`
+	ClientQPS   string      `json:"client_qps"`
+	Config      string      `json:"config"`
+	Objects     objectSizes `json:"objects"`
+	WireFormats []string    `json:"wire_formats"`
+}
+
+type objectSizes struct {
+	RequestJSON       int    `json:"request_json_bytes"`
+	StoreJSON         int    `json:"store_json_bytes"`
+	StoreStored       int    `json:"store_stored_bytes"`
+	StoreStoredFormat string `json:"store_stored_format"`
+	CRJSON            int    `json:"cr_json_bytes"`
+	CRStored          int    `json:"cr_stored_bytes"`
+	CRStoredFormat    string `json:"cr_stored_format"`
+}
+
+func collectMeta(ctx context.Context, b *bench, cfg config) meta {
+	m := meta{
+		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2, one connection per column; admin (system:masters, exempt from priority and fairness)",
+		Mode:      "full",
+		Command:   strings.Join(os.Args, " "),
+		Date:      time.Now().UTC().Format(time.RFC3339),
+		CPUs:      runtime.NumCPU(),
+		GoVersion: runtime.Version(),
+	}
+	if cfg.quick {
+		m.Mode = "quick"
+	}
+	if out, err := exec.CommandContext(ctx, "go", "version").Output(); err == nil {
+		m.GoVersion = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.CommandContext(ctx, "uname", "-srm").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	if b2, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b2), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if b2, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b2), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				m.MemTotal = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+			}
+		}
+	}
+	if v, err := b.kube.Discovery().ServerVersion(); err == nil {
+		m.KubeVersion = v.GitVersion
+	}
+	if resp, err := b.raw[pKVSAPI].get(ctx, "/version", ctJSON, false); err == nil {
+		var v struct {
+			GitVersion string `json:"gitVersion"`
+		}
+		if json.Unmarshal(resp.body, &v) == nil {
+			m.KVSVersion = v.GitVersion
+		}
+	}
+	if pid, err := b.procs.pid(pKVSAPI); err == nil {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+			if strings.HasSuffix(exe, " (deleted)") {
+				m.KVSBinary = exe + ": rebuilt on disk since it started"
+			} else if st, err := os.Stat(exe); err == nil {
+				m.KVSBinary = fmt.Sprintf("%s, built %s", exe, st.ModTime().UTC().Format(time.RFC3339))
+			}
+		}
+		if st, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			m.KVSBinary += fmt.Sprintf(", running since %s", st.ModTime().UTC().Format(time.RFC3339))
+		}
+	}
+	m.EtcdFsync = "on (no --unsafe-no-fsync)"
+	for _, n := range []string{pEtcdKube, pEtcdKVS} {
+		pid, err := b.procs.pid(n)
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "unsafe-no-fsync") {
+			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
+		}
+	}
+	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d phases=%s",
+		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, phaseList(cfg.phases))
+	return m
+}
+
+func phaseList(p map[string]bool) string {
+	var out []string
+	for _, n := range []string{"ops", "watch", "scale"} {
+		if p[n] {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}

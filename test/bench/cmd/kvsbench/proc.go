@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Processes of the local stack whose CPU and memory are measured, by the
+// name of their PID file in <stack>/pids.
+const (
+	pEtcdKube   = "etcd-kube"
+	pEtcdKVS    = "etcd-kvstore"
+	pKubeAPI    = "kube-apiserver"
+	pKVSAPI     = "kvstore-apiserver"
+	pKCM        = "kube-controller-manager"
+	pClient     = "kvsbench" // this process
+	clockTicks  = 100        // USER_HZ: /proc/<pid>/stat counts in 1/100 s on Linux
+	statUtime   = 14         // field numbers of /proc/<pid>/stat (man 5 proc)
+	statStime   = 15
+	kibPerBytes = 1024
+)
+
+var measuredProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pKCM, pClient}
+
+type procs struct {
+	pidDir string
+}
+
+func (p procs) pid(name string) (int, error) {
+	if name == pClient {
+		return os.Getpid(), nil
+	}
+	b, err := os.ReadFile(filepath.Join(p.pidDir, name+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// cpuSeconds is utime+stime of a process, from /proc/<pid>/stat.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	// The command name (field 2) is in parentheses and may contain spaces.
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(s[i+1:]) // starts at field 3
+	if len(fields) < statStime-2 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	ut, err1 := strconv.ParseUint(fields[statUtime-3], 10, 64)
+	st, err2 := strconv.ParseUint(fields[statStime-3], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// rssBytes is VmRSS of a process, from /proc/<pid>/status.
+func rssBytes(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * kibPerBytes, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// cpuSnap is the CPU time of every measured process at one moment.
+type cpuSnap struct {
+	at   time.Time
+	pids map[string]int
+	secs map[string]float64
+}
+
+func (p procs) cpu() (cpuSnap, error) {
+	s := cpuSnap{at: time.Now(), pids: map[string]int{}, secs: map[string]float64{}}
+	for _, n := range measuredProcs {
+		pid, err := p.pid(n)
+		if err != nil {
+			return s, fmt.Errorf("pid of %s: %w", n, err)
+		}
+		sec, err := cpuSeconds(pid)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", n, err)
+		}
+		s.pids[n], s.secs[n] = pid, sec
+	}
+	return s, nil
+}
+
+// cpuDelta is CPU seconds spent per process between two snapshots, less the
+// idle rate measured beforehand times the window (never below zero). A
+// process that restarted in between has no figure.
+type cpuDelta struct {
+	Window float64            `json:"window_s"`
+	Raw    map[string]float64 `json:"raw_cpu_s"`
+	Net    map[string]float64 `json:"net_cpu_s"`
+}
+
+func diffCPU(a, b cpuSnap, idle map[string]float64) (cpuDelta, error) {
+	d := cpuDelta{Window: b.at.Sub(a.at).Seconds(), Raw: map[string]float64{}, Net: map[string]float64{}}
+	for _, n := range measuredProcs {
+		if a.pids[n] != b.pids[n] {
+			return d, fmt.Errorf("%s restarted during the measurement (pid %d → %d)", n, a.pids[n], b.pids[n])
+		}
+		raw := b.secs[n] - a.secs[n]
+		d.Raw[n] = raw
+		d.Net[n] = max(0, raw-idle[n]*d.Window)
+	}
+	return d, nil
+}
+
+// add sums two deltas of separate windows (e.g. creates, then status writes).
+func (d cpuDelta) add(o cpuDelta) cpuDelta {
+	s := cpuDelta{Window: d.Window + o.Window, Raw: map[string]float64{}, Net: map[string]float64{}}
+	for _, n := range measuredProcs {
+		s.Raw[n] = d.Raw[n] + o.Raw[n]
+		s.Net[n] = d.Net[n] + o.Net[n]
+	}
+	return s
+}
+
+// idleRates samples each process's CPU use per second over d, with nothing
+// of the benchmark running.
+func (p procs) idleRates(ctx context.Context, d time.Duration) (map[string]float64, error) {
+	a, err := p.cpu()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	b, err := p.cpu()
+	if err != nil {
+		return nil, err
+	}
+	delta, err := diffCPU(a, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	rates := map[string]float64{}
+	for n, v := range delta.Raw {
+		rates[n] = v / delta.Window
+	}
+	rates[pClient] = 0 // the client's own idle is its measuring
+	return rates, nil
+}
+
+// memSnap is the resident set and the live Go heap (after a forced GC) of
+// both API servers.
+type memSnap struct {
+	RSS  map[string]int64 `json:"rss_bytes"`
+	Heap map[string]int64 `json:"heap_after_gc_bytes"`
+	// Unscavenged is free heap the Go runtime had not yet returned to the
+	// OS when RSS was read (go_memstats_heap_idle_bytes - heap_released).
+	Unscavenged map[string]int64 `json:"unscavenged_bytes"`
+}
+
+// scavengedEnough is how much free heap may still be resident when RSS is
+// read: the Go runtime returns freed memory to the OS only gradually, and
+// RSS right after a burst says more about the burst than about what stays.
+const scavengedEnough = 32 << 20
+
+// memory forces a GC in each API server through /debug/pprof/heap?gc=1 and
+// reads go_memstats_heap_alloc_bytes from /metrics; then waits, up to
+// maxWait, until each has returned its free heap to the OS (background
+// scavenging), and reads VmRSS.
+func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration) (memSnap, error) {
+	m := memSnap{RSS: map[string]int64{}, Heap: map[string]int64{}, Unscavenged: map[string]int64{}}
+	stats := func(n string) (map[string]float64, error) {
+		resp, err := servers[n].get(ctx, "/metrics", "text/plain", false)
+		if err != nil {
+			return nil, fmt.Errorf("%s: /metrics: %w", n, err)
+		}
+		out := map[string]float64{}
+		for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes"} {
+			if out[name], err = metricValue(resp.body, name); err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+		}
+		return out, nil
+	}
+	servs := []string{pKubeAPI, pKVSAPI}
+	for _, n := range servs {
+		if _, err := servers[n].get(ctx, "/debug/pprof/heap?gc=1", "", false); err != nil {
+			return m, fmt.Errorf("%s: force GC: %w", n, err)
+		}
+		st, err := stats(n)
+		if err != nil {
+			return m, err
+		}
+		m.Heap[n] = int64(st["go_memstats_heap_alloc_bytes"])
+	}
+	deadline := time.Now().Add(maxWait)
+	for {
+		done := true
+		for _, n := range servs {
+			st, err := stats(n)
+			if err != nil {
+				return m, err
+			}
+			m.Unscavenged[n] = int64(st["go_memstats_heap_idle_bytes"] - st["go_memstats_heap_released_bytes"])
+			if m.Unscavenged[n] > scavengedEnough {
+				done = false
+			}
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return m, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	for _, n := range servs {
+		pid, err := p.pid(n)
+		if err != nil {
+			return m, err
+		}
+		if m.RSS[n], err = rssBytes(pid); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+func metricValue(body []byte, name string) (float64, error) {
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, fmt.Errorf("metric %s not found", name)
+}
+
+// rawClient does plain HTTP GETs with a client-go transport (TLS, client
+// certificate), for LISTs whose wire bytes are counted and for /metrics.
+type rawClient struct {
+	host string
+	http *http.Client
+}
+
+// rawResp is a response body exactly as it came over the wire.
+type rawResp struct {
+	body        []byte
+	took        time.Duration // until the last byte
+	gzipped     bool
+	contentType string
+}
+
+// get reads path; with gzip it asks for a gzip-compressed body (as client-go
+// does by default) and returns it still compressed.
+func (c *rawClient) get(ctx context.Context, path, accept string, gzip bool) (rawResp, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.host+path, nil)
+	if err != nil {
+		return rawResp{}, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	// Setting Accept-Encoding ourselves stops net/http from adding gzip and
+	// decompressing transparently, so the bytes read are the wire's.
+	if gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	} else {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return rawResp{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	r := rawResp{body: body, took: time.Since(start), gzipped: resp.Header.Get("Content-Encoding") == "gzip", contentType: resp.Header.Get("Content-Type")}
+	if err != nil {
+		return rawResp{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return rawResp{}, fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return r, nil
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// row is one line of a result table: a metric measured in some columns.
+type row struct {
+	label  string
+	metric string
+	unit   string
+	// lower says smaller is better (latency, CPU, bytes).
+	lower bool
+}
+
+// ratios are the comparison columns: numerator / denominator.
+var ratios = [][2]string{{colBP, colA}, {colBJ, colA}, {colDP, colA}, {colDP, colE}}
+
+func (b *bench) opRows() []row {
+	var rows []row
+	for _, conc := range []int{1, 16} {
+		for _, op := range []string{"create", "get", "update", "delete"} {
+			m := fmt.Sprintf("%s c%d", op, conc)
+			rows = append(rows,
+				row{fmt.Sprintf("%s, c=%d, p50", op, conc), m + " p50", "ms", true},
+				row{fmt.Sprintf("%s, c=%d, p99", op, conc), m + " p99", "ms", true},
+				row{fmt.Sprintf("%s, c=%d, rate", op, conc), m + " rate", "ops/s", false},
+			)
+		}
+	}
+	return rows
+}
+
+func (b *bench) listRows() []row {
+	var rows []row
+	for _, size := range b.cfg.listSizes {
+		for _, enc := range []string{"gzip", "identity"} {
+			m := fmt.Sprintf("LIST %d %s", size, enc)
+			rows = append(rows,
+				row{fmt.Sprintf("LIST %d, %s, latency", size, enc), m + " latency", "ms", true},
+				row{fmt.Sprintf("LIST %d, %s, on the wire", size, enc), m + " wire", "KiB", true},
+			)
+		}
+	}
+	return rows
+}
+
+func (b *bench) watchRows() []row {
+	var rows []row
+	for _, n := range b.cfg.watchers {
+		m := fmt.Sprintf("watch %d", n)
+		rows = append(rows,
+			row{fmt.Sprintf("%d watcher(s), ack→event p50", n), m + " p50", "ms", true},
+			row{fmt.Sprintf("%d watcher(s), ack→event p99", n), m + " p99", "ms", true},
+			row{fmt.Sprintf("%d watcher(s), send→event p50", n), m + " from-send p50", "ms", true},
+			row{fmt.Sprintf("%d watcher(s), send→event p99", n), m + " from-send p99", "ms", true},
+			row{fmt.Sprintf("%d watcher(s), events before the ack", n), m + " before-ack share", "%", true},
+		)
+	}
+	return rows
+}
+
+func (b *bench) cpuRows(window string) []row {
+	rows := []row{{"total of the path's servers", "cpu " + window + " total", "CPU s/1000", true}}
+	for _, p := range measuredProcs {
+		rows = append(rows, row{p, "cpu " + window + " " + p, "CPU s/1000", true})
+	}
+	return append(rows, row{"measured window", "cpu " + window + " window", "s", true})
+}
+
+func (b *bench) memRows() []row {
+	return []row{
+		{"RSS before", "mem RSS before", "MiB", true},
+		{"RSS after", "mem RSS after", "MiB", true},
+		{"RSS growth", "mem RSS growth", "MiB", true},
+		{"live heap before (after a forced GC)", "mem heap before", "MiB", true},
+		{"live heap after (after a forced GC)", "mem heap after", "MiB", true},
+		{"live heap growth", "mem heap growth", "MiB", true},
+		{"live heap growth per object", "mem heap growth per object", "KiB", true},
+		{"free heap not yet returned to the OS at a reading (max)", "mem unscavenged at reading", "MiB", true},
+	}
+}
+
+func format(v float64, unit string) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case unit == "ops/s" || unit == "KiB" || math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func (b *bench) value(metric, col string) float64 {
+	v, ok := b.figs.get(metric, col)
+	if !ok {
+		return math.NaN()
+	}
+	return v
+}
+
+// table renders rows over cols, with ratio columns when withRatios.
+func (b *bench) table(rows []row, cols []string, withRatios bool) string {
+	var sb strings.Builder
+	sb.WriteString("| metric | unit | better |")
+	for _, c := range cols {
+		sb.WriteString(" " + c + " |")
+	}
+	if withRatios {
+		for _, r := range ratios {
+			fmt.Fprintf(&sb, " %s / %s |", r[0], r[1])
+		}
+	}
+	sb.WriteString("\n|---|---|---|")
+	for range cols {
+		sb.WriteString("--:|")
+	}
+	if withRatios {
+		for range ratios {
+			sb.WriteString("--:|")
+		}
+	}
+	sb.WriteString("\n")
+	for _, r := range rows {
+		any := false
+		for _, c := range cols {
+			if !math.IsNaN(b.value(r.metric, c)) {
+				any = true
+			}
+		}
+		if !any {
+			continue
+		}
+		better := "higher"
+		if r.lower {
+			better = "lower"
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s |", r.label, r.unit, better)
+		for _, c := range cols {
+			sb.WriteString(" " + format(b.value(r.metric, c), r.unit) + " |")
+		}
+		if withRatios {
+			for _, q := range ratios {
+				num, den := b.value(r.metric, q[0]), b.value(r.metric, q[1])
+				if math.IsNaN(num) || math.IsNaN(den) || den == 0 || r.unit == "%" {
+					sb.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&sb, " %.2f |", num/den)
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// check is one performance target of the issue and whether it was met.
+type check struct {
+	Target   string   `json:"target"`
+	Want     string   `json:"want"`
+	Measured string   `json:"measured"`
+	Value    *float64 `json:"value"`
+	Met      *bool    `json:"met"`
+}
+
+func verdict(c check) string {
+	switch {
+	case c.Met == nil:
+		return "not measured"
+	case *c.Met:
+		return "**met**"
+	default:
+		return "**missed**"
+	}
+}
+
+func (b *bench) checks() []check {
+	largest := b.cfg.listSizes[len(b.cfg.listSizes)-1]
+	watchN := b.cfg.watchers[len(b.cfg.watchers)-1]
+	for _, n := range b.cfg.watchers {
+		if n == 50 {
+			watchN = 50
+		}
+	}
+	mk := func(target, want string, value float64, ok func(float64) bool, measured string) check {
+		c := check{Target: target, Want: want, Measured: measured}
+		if !math.IsNaN(value) && !math.IsInf(value, 0) {
+			met := ok(value)
+			c.Value, c.Met = &value, &met
+		}
+		return c
+	}
+	v := b.value
+	var cs []check
+
+	a, bp, bj := v("create c16 rate", colA), v("create c16 rate", colBP), v("create c16 rate", colBJ)
+	cs = append(cs, mk("create rate at concurrency 16, through the aggregator (protobuf)", "≥ CRD's", bp/a,
+		func(x float64) bool { return x >= 1 },
+		fmt.Sprintf("%s vs %s ops/s = %.2f× (JSON: %s ops/s = %.2f×)", format(bp, "ops/s"), format(a, "ops/s"), bp/a, format(bj, "ops/s"), bj/a)))
+
+	a, bp, bj = v("create c1 p50", colA), v("create c1 p50", colBP), v("create c1 p50", colBJ)
+	cs = append(cs, mk("create p50 at concurrency 1, through the aggregator (protobuf)", "≤ CRD's + 1 ms", bp-a,
+		func(x float64) bool { return x <= 1 },
+		fmt.Sprintf("%s vs %s ms: %+.2f ms (JSON: %s ms, %+.2f ms)", format(bp, "ms"), format(a, "ms"), bp-a, format(bj, "ms"), bj-a)))
+
+	m := fmt.Sprintf("LIST %d gzip latency", largest)
+	a, bp = v(m, colA), v(m, colBP)
+	mi := fmt.Sprintf("LIST %d identity latency", largest)
+	ai, bpi := v(mi, colA), v(mi, colBP)
+	cs = append(cs, mk(fmt.Sprintf("LIST of %d through the aggregator (protobuf, gzip as client-go asks)", largest), "≥ 3× faster than the CRD", a/bp,
+		func(x float64) bool { return x >= 3 },
+		fmt.Sprintf("%s vs %s ms = %.2f× faster (uncompressed: %s vs %s ms = %.2f×)", format(bp, "ms"), format(a, "ms"), a/bp, format(bpi, "ms"), format(ai, "ms"), ai/bpi)))
+
+	a, bp = v("cpu scale creates total", colA), v("cpu scale creates total", colBP)
+	cs = append(cs, mk("CPU per 1000 creates: etcds + kube-apiserver + kvstore-apiserver vs etcd + kube-apiserver", "≤ CRD's", bp/a,
+		func(x float64) bool { return x <= 1 },
+		fmt.Sprintf("%.2f vs %.2f CPU s per 1000 (each object also gets one status write on both sides) = %.2f×; c=16 run, creates only on the CRD side: %.2f vs %.2f",
+			bp, a, bp/a, v("cpu c16 creates total", colBP), v("cpu c16 creates total", colA))))
+
+	kvsGrowth, kubeGrowth := v("mem RSS growth", colBP), v("mem RSS growth", colA)
+	kvsHeap, kubeHeap := v("mem heap growth", colBP), v("mem heap growth", colA)
+	rssRatio := kvsGrowth / kubeGrowth
+	if !(kubeGrowth > 0) {
+		rssRatio = math.NaN() // kube-apiserver did not grow measurably: no ratio
+	}
+	cs = append(cs, mk(fmt.Sprintf("kvstore-apiserver memory growth for %d stores vs kube-apiserver's for %d CRs (RSS)", largest, largest), "≤ 25%", rssRatio,
+		func(x float64) bool { return x <= 0.25 },
+		fmt.Sprintf("RSS %.1f vs %.1f MiB = %.0f%%; live heap %.1f vs %.1f MiB = %.0f%%", kvsGrowth, kubeGrowth, 100*kvsGrowth/kubeGrowth, kvsHeap, kubeHeap, 100*kvsHeap/kubeHeap)))
+
+	m = fmt.Sprintf("watch %d p99", watchN)
+	a, bp = v(m, colA), v(m, colBP)
+	cs = append(cs, mk(fmt.Sprintf("watch delivery p99 with %d watchers, through the aggregator (protobuf)", watchN), "≤ CRD's", bp/a,
+		func(x float64) bool { return x <= 1 },
+		fmt.Sprintf("%s vs %s ms = %.2f× (JSON: %s ms)", format(bp, "ms"), format(a, "ms"), bp/a, format(v(m, colBJ), "ms"))))
+
+	dp, e := v("create c1 rate", colDP), v("create c1 rate", colE)
+	cs = append(cs, mk("create rate at concurrency 1, directly (protobuf) vs raw etcd puts", "≥ 0.35×", dp/e,
+		func(x float64) bool { return x >= 0.35 },
+		fmt.Sprintf("%s vs %s ops/s = %.2f× (JSON: %.2f×)", format(dp, "ops/s"), format(e, "ops/s"), dp/e, v("create c1 rate", colDJ)/e)))
+	return cs
+}
+
+func (b *bench) markdown(cs []check) string {
+	var sb strings.Builder
+	m := b.meta
+	largest := b.cfg.listSizes[len(b.cfg.listSizes)-1]
+	fmt.Fprintf(&sb, "## Results (%s mode, %s)\n\n", m.Mode, m.Date)
+	fmt.Fprintf(&sb, "- Command: `%s` (%s); took %s\n", m.Command, m.Config, m.Duration)
+	fmt.Fprintf(&sb, "- Machine: %d CPUs (%s), %s RAM, %s; %s\n", m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion)
+	fmt.Fprintf(&sb, "- kube-apiserver %s, kvstore-apiserver %s (%s); etcd fsync %s\n", m.KubeVersion, m.KVSVersion, m.KVSBinary, m.EtcdFsync)
+	fmt.Fprintf(&sb, "- Client: %s\n", m.ClientQPS)
+	o := m.Objects
+	fmt.Fprintf(&sb, "- Objects: create request %d B of JSON; a store is %d B as JSON (with managedFields and status) and %d B stored (%s); a custom resource %d B as JSON and %d B stored (%s)\n",
+		o.RequestJSON, o.StoreJSON, o.StoreStored, o.StoreStoredFormat, o.CRJSON, o.CRStored, o.CRStoredFormat)
+	fmt.Fprintf(&sb, "- Wire formats seen: %s\n", strings.Join(m.WireFormats, "; "))
+	sb.WriteString("- Every figure is the median over the repetitions; ratios are of those medians.\n\n")
+
+	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n\n")
+	sb.WriteString("### Create, get, update, delete\n\n")
+	sb.WriteString(b.table(b.opRows(), columns, true))
+	fmt.Fprintf(&sb, "\n### LIST (whole namespace, to the last byte; not decoded)\n\n")
+	sb.WriteString(b.table(b.listRows(), columns, true))
+	sb.WriteString("\n### Watch delivery (update acknowledged → event at each watcher)\n\n")
+	sb.WriteString(b.table(b.watchRows(), columns, true))
+	sb.WriteString("\n### CPU seconds per 1000 creates, c=16 run (creates; for B and B′ also the controller's status write)\n\n")
+	sb.WriteString(b.table(b.cpuRows("c16 creates"), columns, true))
+	fmt.Fprintf(&sb, "\n### CPU seconds per 1000 objects, scale run to %d (create + one status write each, on both sides)\n\n", largest)
+	sb.WriteString(b.table(b.cpuRows("scale creates"), []string{colA, colBP, colE}, false))
+	fmt.Fprintf(&sb, "\n### Memory from empty to %d objects: A = kube-apiserver with custom resources, B proto = kvstore-apiserver with stores\n\n", largest)
+	if b.cfg.steadyMemory {
+		sb.WriteString("Read in a steady state: 80 s after the last write, a few updates to shrink the watch caches' event history, a forced GC, then RSS once the Go runtime has returned its free heap to the OS (at most 32 MiB left, waiting up to 90 s). Live heap is go_memstats_heap_alloc_bytes right after the forced GC.\n\n")
+	} else {
+		sb.WriteString("Quick mode: read right after the fills, after a forced GC only (not a steady state; the watch caches still hold the fill's events).\n\n")
+	}
+	sb.WriteString(b.table(b.memRows(), []string{colA, colBP}, false))
+	sb.WriteString("\n### Targets\n\n")
+	if b.cfg.quick {
+		sb.WriteString("Quick mode: counts far too small for these verdicts to mean anything; they only show the report works.\n\n")
+	}
+	sb.WriteString("| target | want | measured | verdict |\n|---|---|---|---|\n")
+	for _, c := range cs {
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", c.Target, c.Want, c.Measured, verdict(c))
+	}
+	if len(b.problems) > 0 {
+		sb.WriteString("\n### Problems during the run\n\n")
+		for _, p := range b.problems {
+			fmt.Fprintf(&sb, "- %s\n", p)
+		}
+	}
+	return sb.String()
+}
+
+func (b *bench) report() error {
+	cs := b.checks()
+	md := b.markdown(cs)
+	fmt.Println(md)
+	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
+		return err
+	}
+	out := struct {
+		Meta     meta                          `json:"meta"`
+		Figures  map[string]map[string]*figure `json:"figures"`
+		Targets  []check                       `json:"targets"`
+		Problems []string                      `json:"problems"`
+	}{b.meta, b.figs.m, cs, b.problems}
+	js, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	b.logf("wrote %s and %s", filepath.Join(b.cfg.out, "results.json"), filepath.Join(b.cfg.out, "results.md"))
+	return nil
+}
