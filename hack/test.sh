@@ -30,6 +30,6 @@ case "${1:-all}" in
   integration) integration ;;
   e2e) with_stack e2e ;;
   bench-quick) with_stack bench_quick ;;
-  all) unit; integration; with_stack bash -c "$(declare -f e2e bench_quick); e2e && bench_quick" ;;
+  all) unit; integration; with_stack bash -c "$(declare -f e2e bench_quick); bench_quick && e2e" ;;
   *) echo "usage: $0 unit|integration|e2e|bench-quick|all" >&2; exit 2 ;;
 esac
