@@ -188,7 +188,7 @@ const scavengedEnough = 32 << 20
 // reads go_memstats_heap_alloc_bytes from /metrics; then waits, up to
 // maxWait, until each has returned its free heap to the OS (background
 // scavenging), and reads VmRSS.
-func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration) (memSnap, error) {
+func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration, saveHeap func(proc string, profile []byte)) (memSnap, error) {
 	m := memSnap{RSS: map[string]int64{}, Heap: map[string]int64{}, Unscavenged: map[string]int64{}}
 	stats := func(n string) (map[string]float64, error) {
 		resp, err := servers[n].get(ctx, "/metrics", "text/plain", false)
@@ -205,8 +205,12 @@ func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWai
 	}
 	servs := []string{pKubeAPI, pKVSAPI}
 	for _, n := range servs {
-		if _, err := servers[n].get(ctx, "/debug/pprof/heap?gc=1", "", false); err != nil {
+		prof, err := servers[n].get(ctx, "/debug/pprof/heap?gc=1", "", false)
+		if err != nil {
 			return m, fmt.Errorf("%s: force GC: %w", n, err)
+		}
+		if saveHeap != nil {
+			saveHeap(n, prof.body)
 		}
 		st, err := stats(n)
 		if err != nil {

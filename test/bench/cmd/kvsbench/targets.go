@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,17 @@ func newKVSTarget(id, ns string, client kvsclient.KeyValueStoreInterface) *kvsTa
 func (t *kvsTarget) ID() string         { return t.id }
 func (t *kvsTarget) Conflicts() int64   { return t.conflicts.Load() }
 func (t *kvsTarget) forget(name string) { t.mu.Lock(); delete(t.objs, name); t.mu.Unlock() }
+
+// forgetSet drops what the target remembers of a cleaned-up batch.
+func (t *kvsTarget) forgetSet(set string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.objs {
+		if strings.HasPrefix(name, set+"-") {
+			delete(t.objs, name)
+		}
+	}
+}
 
 func (t *kvsTarget) remember(o *v1alpha1.KeyValueStore) {
 	t.mu.Lock()
@@ -151,6 +163,17 @@ func newCRTarget(id, ns string, client dynamic.ResourceInterface) *crTarget {
 
 func (t *crTarget) ID() string       { return t.id }
 func (t *crTarget) Conflicts() int64 { return t.conflicts.Load() }
+
+// forgetSet drops what the target remembers of a cleaned-up batch.
+func (t *crTarget) forgetSet(set string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.objs {
+		if strings.HasPrefix(name, set+"-") {
+			delete(t.objs, name)
+		}
+	}
+}
 
 func (t *crTarget) remember(o *unstructured.Unstructured) {
 	t.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,10 +194,12 @@ func (b *bench) settle(ctx context.Context, set, minVersion string) error {
 // that removes it when the controller makes no progress; custom resources
 // have nobody to release the finalizer, so the benchmark removes it.
 func (b *bench) cleanup(ctx context.Context, t target, set string) error {
-	switch t.(type) {
+	switch t := t.(type) {
 	case *kvsTarget:
+		t.forgetSet(set)
 		return b.cleanupKVS(ctx, set)
 	case *crTarget:
+		t.forgetSet(set)
 		return b.cleanupCR(ctx, set)
 	case *etcdTarget:
 		_, err := b.etcdKVS.Delete(ctx, b.e.prefix+set+"-", clientv3.WithPrefix())
@@ -500,7 +504,7 @@ func (b *bench) scalePhase(ctx context.Context, rep int) (map[string]float64, er
 		{b.e, set + "e", nil},
 	}
 
-	idle, before, err := b.quiesce(ctx, rep, true)
+	idle, before, err := b.quiesce(ctx, rep, true, "before")
 	if err != nil {
 		return nil, err
 	}
@@ -536,7 +540,7 @@ func (b *bench) scalePhase(ctx context.Context, rep int) (map[string]float64, er
 			return nil, err
 		}
 	}
-	_, after, err := b.quiesce(ctx, rep, false)
+	_, after, err := b.quiesce(ctx, rep, false, "after")
 	if err != nil {
 		return nil, err
 	}
@@ -550,6 +554,9 @@ func (b *bench) scalePhase(ctx context.Context, rep int) (map[string]float64, er
 		b.figs.add("mem heap before", col, "MiB", float64(before.Heap[p])/(1<<20))
 		b.figs.add("mem heap after", col, "MiB", float64(after.Heap[p])/(1<<20))
 		b.figs.add("mem unscavenged at reading", col, "MiB", float64(max(before.Unscavenged[p], after.Unscavenged[p]))/(1<<20))
+		// RSS less the free heap the runtime still held: what RSS tends to.
+		b.figs.add("mem RSS growth less unreturned", col, "MiB",
+			float64((after.RSS[p]-after.Unscavenged[p])-(before.RSS[p]-before.Unscavenged[p]))/(1<<20))
 		b.figs.add("mem heap growth", col, "MiB", float64(after.Heap[p]-before.Heap[p])/(1<<20))
 		b.figs.add("mem heap growth per object", col, "KiB", float64(after.Heap[p]-before.Heap[p])/1024/float64(total))
 	}
@@ -579,7 +586,18 @@ func (b *bench) scalePhase(ctx context.Context, rep int) (map[string]float64, er
 // (in a namespace of its own), forces a GC and gives the Go scavenger time to
 // return freed memory before reading RSS (see memory). The first call also measures idle
 // CPU over the wait. With --quick it only forces a GC.
-func (b *bench) quiesce(ctx context.Context, rep int, measureIdle bool) (map[string]float64, memSnap, error) {
+func (b *bench) quiesce(ctx context.Context, rep int, measureIdle bool, label string) (map[string]float64, memSnap, error) {
+	// The heap profiles that come with the forced GCs are kept for analysis.
+	save := func(proc string, profile []byte) {
+		name := filepath.Join(b.cfg.out, fmt.Sprintf("heap-%s-r%d-%s.pb.gz", proc, rep, label))
+		if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
+			b.problem("keep heap profile: %v", err)
+			return
+		}
+		if err := os.WriteFile(name, profile, 0o644); err != nil {
+			b.problem("keep heap profile: %v", err)
+		}
+	}
 	var idle map[string]float64
 	if !b.cfg.steadyMemory {
 		var err error
@@ -588,7 +606,7 @@ func (b *bench) quiesce(ctx context.Context, rep int, measureIdle bool) (map[str
 				return nil, memSnap{}, err
 			}
 		}
-		m, err := b.procs.memory(ctx, b.raw, b.cfg.memSettle)
+		m, err := b.procs.memory(ctx, b.raw, b.cfg.memSettle, nil)
 		return idle, m, err
 	}
 	wait := time.Until(b.lastWrite().Add(historyWindow))
@@ -613,7 +631,7 @@ func (b *bench) quiesce(ctx context.Context, rep int, measureIdle bool) (map[str
 			return nil, memSnap{}, fmt.Errorf("trickle update of a custom resource: %w", err)
 		}
 	}
-	m, err := b.procs.memory(ctx, b.raw, b.cfg.memSettle)
+	m, err := b.procs.memory(ctx, b.raw, b.cfg.memSettle, save)
 	return idle, m, err
 }
 
