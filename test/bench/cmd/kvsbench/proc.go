@@ -184,10 +184,22 @@ type memSnap struct {
 // RSS right after a burst says more about the burst than about what stays.
 const scavengedEnough = 32 << 20
 
+// memReadings is how many readings memory takes in a steady state, 5 s
+// apart, keeping the smallest: a server may be in the middle of a transient
+// allocation at any one of them, such as the watch cache consistency check
+// (DetectCacheInconsistency, on by default), which every 5 to 7.5 minutes
+// lists and decodes every object of a resource from etcd.
+const (
+	memReadings   = 3
+	memReadingGap = 5 * time.Second
+)
+
 // memory forces a GC in each API server through /debug/pprof/heap?gc=1 and
 // reads go_memstats_heap_alloc_bytes from /metrics; then waits, up to
 // maxWait, until each has returned its free heap to the OS (background
-// scavenging), and reads VmRSS.
+// scavenging), and reads VmRSS. With maxWait > 0 it takes memReadings such
+// readings and keeps the smallest of each figure; saveHeap gets the heap
+// profile of the smallest heap reading.
 func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration, saveHeap func(proc string, profile []byte)) (memSnap, error) {
 	m := memSnap{RSS: map[string]int64{}, Heap: map[string]int64{}, Unscavenged: map[string]int64{}}
 	stats := func(n string) (map[string]float64, error) {
@@ -203,50 +215,79 @@ func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWai
 		}
 		return out, nil
 	}
-	servs := []string{pKubeAPI, pKVSAPI}
-	for _, n := range servs {
-		prof, err := servers[n].get(ctx, "/debug/pprof/heap?gc=1", "", false)
-		if err != nil {
-			return m, fmt.Errorf("%s: force GC: %w", n, err)
+	sleep := func(d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
 		}
-		if saveHeap != nil {
-			saveHeap(n, prof.body)
-		}
-		st, err := stats(n)
-		if err != nil {
-			return m, err
-		}
-		m.Heap[n] = int64(st["go_memstats_heap_alloc_bytes"])
 	}
-	deadline := time.Now().Add(maxWait)
-	for {
-		done := true
+	servs := []string{pKubeAPI, pKVSAPI}
+	readings := 1
+	if maxWait > 0 {
+		readings = memReadings
+	}
+	profiles := map[string][]byte{}
+	for r := 0; r < readings; r++ {
+		if r > 0 {
+			if err := sleep(memReadingGap); err != nil {
+				return m, err
+			}
+		}
 		for _, n := range servs {
+			prof, err := servers[n].get(ctx, "/debug/pprof/heap?gc=1", "", false)
+			if err != nil {
+				return m, fmt.Errorf("%s: force GC: %w", n, err)
+			}
 			st, err := stats(n)
 			if err != nil {
 				return m, err
 			}
-			m.Unscavenged[n] = int64(st["go_memstats_heap_idle_bytes"] - st["go_memstats_heap_released_bytes"])
-			if m.Unscavenged[n] > scavengedEnough {
-				done = false
+			if heap := int64(st["go_memstats_heap_alloc_bytes"]); r == 0 || heap < m.Heap[n] {
+				m.Heap[n], profiles[n] = heap, prof.body
 			}
 		}
-		if done || time.Now().After(deadline) {
-			break
+		// Only the first reading waits for the scavenger; the later ones
+		// follow it closely enough.
+		deadline := time.Now().Add(maxWait)
+		unscavenged := map[string]int64{}
+		for {
+			done := true
+			for _, n := range servs {
+				st, err := stats(n)
+				if err != nil {
+					return m, err
+				}
+				unscavenged[n] = int64(st["go_memstats_heap_idle_bytes"] - st["go_memstats_heap_released_bytes"])
+				if unscavenged[n] > scavengedEnough {
+					done = false
+				}
+			}
+			if r > 0 || done || time.Now().After(deadline) {
+				break
+			}
+			if err := sleep(2 * time.Second); err != nil {
+				return m, err
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return m, ctx.Err()
-		case <-time.After(2 * time.Second):
+		for _, n := range servs {
+			pid, err := p.pid(n)
+			if err != nil {
+				return m, err
+			}
+			rss, err := rssBytes(pid)
+			if err != nil {
+				return m, err
+			}
+			if r == 0 || rss < m.RSS[n] {
+				m.RSS[n], m.Unscavenged[n] = rss, unscavenged[n]
+			}
 		}
 	}
-	for _, n := range servs {
-		pid, err := p.pid(n)
-		if err != nil {
-			return m, err
-		}
-		if m.RSS[n], err = rssBytes(pid); err != nil {
-			return m, err
+	if saveHeap != nil {
+		for n, prof := range profiles {
+			saveHeap(n, prof)
 		}
 	}
 	return m, nil
