@@ -86,7 +86,11 @@ func TestControllerCreateToReadyProxyAfterData(t *testing.T) {
 	ns := namespace(t)
 	obj := store("ready", 3)
 	obj.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoyproxy/envoy:v1.31.0"}
-	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	// The controller's cache drops foreign annotations and managedFields;
+	// none of its writes may drop them from the stored object.
+	obj.Labels = map[string]string{"team": "payments"}
+	obj.Annotations = map[string]string{"example.com/owner": "payments-oncall"}
+	created, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	// The proxy Deployment must never exist before the data tier is ready.
@@ -109,6 +113,16 @@ func TestControllerCreateToReadyProxyAfterData(t *testing.T) {
 	assert.Equal(t, int32(3), got.Status.Replicas)
 	assert.Equal(t, "redis:7.2", got.Status.CurrentImage)
 	assert.Equal(t, "app.kubernetes.io/component=data,app.kubernetes.io/instance=ready", got.Status.Selector)
+	assert.Equal(t, "payments", got.Labels["team"])
+	assert.Equal(t, "payments-oncall", got.Annotations["example.com/owner"])
+	assert.Contains(t, got.Finalizers, v1alpha1.TeardownFinalizer)
+	managers := map[string]bool{}
+	for _, m := range got.ManagedFields {
+		managers[m.Manager] = true
+	}
+	for _, m := range created.ManagedFields {
+		assert.True(t, managers[m.Manager], "managedFields entry of %q lost; have %v", m.Manager, managers)
+	}
 	for _, c := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded} {
 		cond := meta.FindStatusCondition(got.Status.Conditions, c)
 		require.NotNil(t, cond, c)

@@ -126,6 +126,8 @@ func (o *ControllerOptions) run(ctx context.Context, kubeConfig, loopback *rest.
 	// Protobuf on the wire to our own API: smaller and cheaper than JSON.
 	loopback.ContentType = runtime.ContentTypeProtobuf
 	loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// Loopback: gzip would only cost CPU at both ends of the same process.
+	loopback.DisableCompression = true
 	kvs, err := versioned.NewForConfig(loopback)
 	if err != nil {
 		logger.Error(err, "Cannot create kvstore client")
@@ -137,8 +139,10 @@ func (o *ControllerOptions) run(ctx context.Context, kubeConfig, loopback *rest.
 		kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.LabelSelector = kvscontroller.LabelManagedBy + "=" + kvscontroller.ManagedBy
-			}))
-		kvsInf := kvsinformers.NewSharedInformerFactory(kvs, 0)
+			}),
+			kubeinformers.WithTransform(kvscontroller.CacheTransform))
+		kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0,
+			kvsinformers.WithTransform(kvscontroller.CacheTransform))
 		ctrl, err := kvscontroller.New(kube, kvs, kubeInf, kvsInf)
 		if err != nil {
 			logger.Error(err, "Cannot create controller")

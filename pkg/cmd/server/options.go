@@ -9,11 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -26,6 +29,16 @@ import (
 
 // DefaultEtcdPathPrefix keeps our keys apart from kube-apiserver's if an etcd is shared.
 const DefaultEtcdPathPrefix = "/registry/kvstore.io"
+
+func init() {
+	// Off by default (--feature-gates=WatchListCompression=true turns it back
+	// on): once an informer's watch-list stream is gzipped, every later event
+	// is compressed on its own flush. Our watchers are informers in the
+	// cluster (our controller over loopback, kube-controller-manager through
+	// the aggregator, which decompresses again), so gzip only costs CPU at
+	// both ends (docs/benchmarks.md). Set once, before any flag parsing.
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.OverrideDefault(genericfeatures.WatchListCompression, false))
+}
 
 // Options are every flag of kvstore-apiserver.
 type Options struct {

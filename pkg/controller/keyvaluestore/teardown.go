@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,7 +24,6 @@ const (
 	StepFinalBackup    = "TeardownFinalBackup"
 	StepScaleDownData  = "TeardownScaleDownData"
 	StepDeleteClaims   = "TeardownDeleteClaims"
-	StepRelease        = "TeardownReleaseFinalizer"
 
 	ReasonBackupSucceeded = "FinalBackupSucceeded"
 	ReasonBackupFailed    = "FinalBackupFailed"
@@ -90,13 +90,19 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 	}
 
 	// 5. Release: remove only our finalizer, and only from the version we
-	// examined, so a concurrent change is seen before the object can go.
-	if err := c.setStep(ctx, kvs, StepRelease, "teardown complete; releasing the finalizer"); err != nil {
+	// examined, so a concurrent change is seen before the object can go. A
+	// patch, not an update: the informer's copy is trimmed (see
+	// CacheTransform) and must never be written back whole. No status write
+	// for this step: the object is about to disappear.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers":      removeString(kvs.Finalizers, v1alpha1.TeardownFinalizer),
+		"resourceVersion": kvs.ResourceVersion,
+	}})
+	if err != nil {
 		return result{}, err
 	}
-	next := kvs.DeepCopy()
-	next.Finalizers = removeString(next.Finalizers, v1alpha1.TeardownFinalizer)
-	if _, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Patch(ctx, kvs.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return result{}, nil
 		}

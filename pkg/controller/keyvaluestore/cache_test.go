@@ -1,0 +1,58 @@
+package keyvaluestore
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+func TestCacheTransform(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	tests := []struct {
+		name            string
+		in              any
+		wantAnnotations map[string]string
+	}{
+		{
+			name: "store keeps only kvstore.io annotations",
+			in: &v1alpha1.KeyValueStore{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{
+				v1alpha1.SkipFinalBackupAnnotation:                 "true",
+				"backup.kvstore.io/note":                           "sub-domain is ours too",
+				"kubectl.kubernetes.io/last-applied-configuration": "{...}",
+				"notkvstore.io/x":                                  "a different domain",
+				"kvstore.io":                                       "no prefix: not a domain",
+			}}},
+			wantAnnotations: map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true", "backup.kvstore.io/note": "sub-domain is ours too"},
+		},
+		{
+			name:            "store without own annotations has none",
+			in:              &v1alpha1.KeyValueStore{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"a": "b"}}},
+			wantAnnotations: nil,
+		},
+		{
+			name:            "other kinds keep their annotations",
+			in:              &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{"a": "b"}}},
+			wantAnnotations: map[string]string{"a": "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := CacheTransform(tt.in)
+			assert.NoError(t, err)
+			m := out.(metav1.Object)
+			assert.Nil(t, m.GetManagedFields())
+			assert.Equal(t, tt.wantAnnotations, m.GetAnnotations())
+			again, _ := CacheTransform(out)
+			assert.Equal(t, out, again, "must be idempotent")
+		})
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/name"}
+	out, err := CacheTransform(tomb)
+	assert.NoError(t, err)
+	assert.Equal(t, tomb, out)
+}
