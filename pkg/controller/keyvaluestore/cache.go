@@ -10,9 +10,9 @@ import (
 
 // CacheTransform trims what the controller's informers keep in memory:
 // managedFields on every object (the controller never reads them), and on
-// KeyValueStores every annotation outside kvstore.io (the controller reads
-// only its own; a client's last-applied-configuration alone can be as large
-// as the object). With this the controller's cache of stores is about half
+// KeyValueStores every annotation but the kvstore.io/ ones (the only ones the
+// controller reads; a client's last-applied-configuration alone can be as
+// large as the object). With this the controller's cache of stores is about half
 // the size of the watch cache's copy.
 //
 // A trimmed copy must never be written back whole, or the trimmed fields
@@ -30,12 +30,13 @@ func CacheTransform(obj any) (any, error) {
 	return obj, nil
 }
 
-// ownAnnotations returns the kvstore.io annotations of in (nil if none). It
-// is idempotent, as a TransformFunc must be.
+// ownAnnotations returns the kvstore.io/ annotations of in (nil if none).
+// Sub-domains are not ours: bench.kvstore.io, say, belongs to someone else.
+// It is idempotent, as a TransformFunc must be.
 func ownAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if d := domainOf(k); d == v1alpha1.GroupName || strings.HasSuffix(d, "."+v1alpha1.GroupName) {
+		if strings.HasPrefix(k, v1alpha1.GroupName+"/") {
 			if out == nil {
 				out = map[string]string{}
 			}
@@ -43,12 +44,4 @@ func ownAnnotations(in map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// domainOf is the prefix of a qualified annotation key ("" for none).
-func domainOf(key string) string {
-	if i := strings.IndexByte(key, '/'); i >= 0 {
-		return key[:i]
-	}
-	return ""
 }
