@@ -3,30 +3,35 @@ package keyvaluestore
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
 // CacheTransform trims what the controller's informers keep in memory:
-// managedFields on every object (the controller never reads them), and on
-// KeyValueStores every annotation but the kvstore.io/ ones (the only ones the
-// controller reads; a client's last-applied-configuration alone can be as
-// large as the object). With this the controller's cache of stores is about half
-// the size of the watch cache's copy.
+// managedFields of the objects it only reads, and on KeyValueStores every
+// annotation but the kvstore.io/ ones (the only ones the controller reads; a
+// client's last-applied-configuration alone can be as large as the object).
 //
 // A trimmed copy must never be written back whole, or the trimmed fields
 // would be lost: status updates go to /status, whose strategy keeps the
 // stored metadata, and the finalizer is removed with a patch.
 func CacheTransform(obj any) (any, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return obj, nil // a tombstone or a type without metadata: keep as is
+	switch o := obj.(type) {
+	case *v1alpha1.KeyValueStore:
+		o.ManagedFields = nil
+		o.Annotations = ownAnnotations(o.Annotations)
+	case *corev1.Pod:
+		o.ManagedFields = nil
+	case *corev1.PersistentVolumeClaim:
+		o.ManagedFields = nil
+	case *batchv1.Job:
+		o.ManagedFields = nil
 	}
-	m.SetManagedFields(nil)
-	if _, ok := obj.(*v1alpha1.KeyValueStore); ok {
-		m.SetAnnotations(ownAnnotations(m.GetAnnotations()))
-	}
+	// The objects the controller applies (StatefulSets, Services,
+	// PodDisruptionBudgets, Deployments) keep their managedFields: an apply
+	// is skipped when the fields they say are ours already match.
 	return obj, nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -17,6 +18,7 @@ func TestCacheTransform(t *testing.T) {
 		name            string
 		in              any
 		wantAnnotations map[string]string
+		keepsManaged    bool
 	}{
 		{
 			name: "store keeps only kvstore.io annotations",
@@ -35,9 +37,15 @@ func TestCacheTransform(t *testing.T) {
 			wantAnnotations: nil,
 		},
 		{
-			name:            "other kinds keep their annotations",
+			name:            "pods lose managedFields, keep annotations",
+			in:              &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{"a": "b"}}},
+			wantAnnotations: map[string]string{"a": "b"},
+		},
+		{
+			name:            "applied kinds keep managedFields: skipping a no-op apply reads them",
 			in:              &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{"a": "b"}}},
 			wantAnnotations: map[string]string{"a": "b"},
+			keepsManaged:    true,
 		},
 	}
 	for _, tt := range tests {
@@ -45,7 +53,11 @@ func TestCacheTransform(t *testing.T) {
 			out, err := CacheTransform(tt.in)
 			assert.NoError(t, err)
 			m := out.(metav1.Object)
-			assert.Nil(t, m.GetManagedFields())
+			if tt.keepsManaged {
+				assert.Equal(t, managed, m.GetManagedFields())
+			} else {
+				assert.Nil(t, m.GetManagedFields())
+			}
 			assert.Equal(t, tt.wantAnnotations, m.GetAnnotations())
 			again, _ := CacheTransform(out)
 			assert.Equal(t, out, again, "must be idempotent")

@@ -7,6 +7,7 @@ package keyvaluestore
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -45,6 +47,7 @@ type Controller struct {
 	statefulSets appslisters.StatefulSetLister
 	deployments  appslisters.DeploymentLister
 	services     corelisters.ServiceLister
+	pdbs         policylisters.PodDisruptionBudgetLister
 	pods         corelisters.PodLister
 	claims       corelisters.PersistentVolumeClaimLister
 	jobs         batchlisters.JobLister
@@ -73,6 +76,7 @@ func New(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubei
 		statefulSets: kubeInformers.Apps().V1().StatefulSets().Lister(),
 		deployments:  kubeInformers.Apps().V1().Deployments().Lister(),
 		services:     kubeInformers.Core().V1().Services().Lister(),
+		pdbs:         kubeInformers.Policy().V1().PodDisruptionBudgets().Lister(),
 		pods:         kubeInformers.Core().V1().Pods().Lister(),
 		claims:       kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
 		jobs:         kubeInformers.Batch().V1().Jobs().Lister(),
@@ -84,34 +88,136 @@ func New(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubei
 
 	storeInformer := kvsInformers.Kvstore().V1alpha1().KeyValueStores().Informer()
 	if _, err := storeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		AddFunc: c.enqueue,
+		// Not on a status-only change: status is ours, and each of our own
+		// status writes would otherwise cost one more (idle) reconcile.
+		UpdateFunc: func(old, obj interface{}) {
+			if specOrMetadataChanged(old, obj) || !reflect.DeepEqual(old.(metav1.Object).GetFinalizers(), obj.(metav1.Object).GetFinalizers()) {
+				c.enqueue(obj)
+			}
+		},
 		DeleteFunc: c.enqueue,
 	}); err != nil {
 		return nil, err
 	}
 	c.synced = append(c.synced, storeInformer.HasSynced)
 
-	owned := []cache.SharedIndexInformer{
+	// Owned objects whose every change matters: status is computed from the
+	// StatefulSet and the proxy Deployment, teardown waits on the backup Job,
+	// and a Service may drift at any time.
+	for _, inf := range []cache.SharedIndexInformer{
 		kubeInformers.Apps().V1().StatefulSets().Informer(),
 		kubeInformers.Apps().V1().Deployments().Informer(),
 		kubeInformers.Core().V1().Services().Informer(),
-		kubeInformers.Core().V1().Pods().Informer(),
-		kubeInformers.Core().V1().PersistentVolumeClaims().Informer(),
 		kubeInformers.Batch().V1().Jobs().Informer(),
-		kubeInformers.Policy().V1().PodDisruptionBudgets().Informer(),
-	}
-	for _, inf := range owned {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueOwner,
-			UpdateFunc: func(_, obj interface{}) { c.enqueueOwner(obj) },
-			DeleteFunc: c.enqueueOwner,
-		}); err != nil {
+	} {
+		if err := c.watchOwned(inf, c.enqueueOwner); err != nil {
 			return nil, err
 		}
-		c.synced = append(c.synced, inf.HasSynced)
+	}
+	// A PodDisruptionBudget's status moves with every Pod; only its spec and
+	// metadata are ours to repair.
+	if err := c.watchOwned(kubeInformers.Policy().V1().PodDisruptionBudgets().Informer(), c.enqueueOwner,
+		withUpdateFilter(specOrMetadataChanged)); err != nil {
+		return nil, err
+	}
+	// Pods and claims matter only to a teardown (it waits for the Pods to go
+	// and deletes claims); during normal operation the StatefulSet's status
+	// already sums the Pods up, and every Pod going Ready would otherwise
+	// cost a full reconcile.
+	for _, inf := range []cache.SharedIndexInformer{
+		kubeInformers.Core().V1().Pods().Informer(),
+		kubeInformers.Core().V1().PersistentVolumeClaims().Informer(),
+	} {
+		if err := c.watchOwned(inf, c.enqueueOwnerIfTearingDown); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+type watchOption func(*cache.ResourceEventHandlerFuncs)
+
+// withUpdateFilter drops update events for which changed returns false.
+func withUpdateFilter(changed func(old, new interface{}) bool) watchOption {
+	return func(h *cache.ResourceEventHandlerFuncs) {
+		next := h.UpdateFunc
+		h.UpdateFunc = func(old, new interface{}) {
+			if changed(old, new) {
+				next(old, new)
+			}
+		}
+	}
+}
+
+func (c *Controller) watchOwned(inf cache.SharedIndexInformer, enqueue func(interface{}), opts ...watchOption) error {
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj interface{}) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+	for _, o := range opts {
+		o(&h)
+	}
+	if _, err := inf.AddEventHandler(h); err != nil {
+		return err
+	}
+	c.synced = append(c.synced, inf.HasSynced)
+	return nil
+}
+
+// specOrMetadataChanged is false for an update that changed only status
+// (and with it resourceVersion and managedFields).
+func specOrMetadataChanged(old, new interface{}) bool {
+	o, ok1 := old.(metav1.Object)
+	n, ok2 := new.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() || o.GetDeletionTimestamp() != n.GetDeletionTimestamp() ||
+		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) || !reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+}
+
+// enqueueOwnerIfTearingDown enqueues the owning store only while it is
+// being deleted.
+func (c *Controller) enqueueOwnerIfTearingDown(obj interface{}) {
+	if name := ownerName(obj); name != "" {
+		ns, _ := namespaceOf(obj)
+		if kvs, err := c.stores.KeyValueStores(ns).Get(name); err == nil && kvs.DeletionTimestamp == nil {
+			return
+		}
+	}
+	c.enqueueOwner(obj)
+}
+
+func namespaceOf(obj interface{}) (string, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return "", false
+	}
+	return m.GetNamespace(), true
+}
+
+// ownerName is the name of the store that owns obj, or "".
+func ownerName(obj interface{}) string {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "KeyValueStore" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
+		return ref.Name
+	}
+	if m.GetLabels()[LabelManagedBy] == ManagedBy {
+		return m.GetLabels()[LabelInstance]
+	}
+	return ""
 }
 
 func (c *Controller) enqueue(obj interface{}) {
@@ -126,25 +232,12 @@ func (c *Controller) enqueue(obj interface{}) {
 // enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
 // The instance label is on all of them (templates carry it to Pods and claims).
 func (c *Controller) enqueueOwner(obj interface{}) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "KeyValueStore" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
-		c.queue.Add(m.GetNamespace() + "/" + ref.Name)
-		return
-	}
-	if m.GetLabels()[LabelManagedBy] == ManagedBy {
-		if name := m.GetLabels()[LabelInstance]; name != "" {
-			c.queue.Add(m.GetNamespace() + "/" + name)
-		}
+	if name := ownerName(obj); name != "" {
+		ns, _ := namespaceOf(obj)
+		c.queue.Add(ns + "/" + name)
 	}
 }
 
-// Run starts workers and blocks until ctx ends. Informers must be started.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()

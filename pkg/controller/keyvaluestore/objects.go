@@ -95,12 +95,19 @@ func ClientService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfigurat
 // StatefulSet runs the data replicas with one volume each.
 func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
 	labels := Labels(kvs, ComponentData)
-	claim := corev1ac.PersistentVolumeClaim(dataVolumeName, "").
+	// volumeClaimTemplates is an atomic list: what the API server defaults in
+	// it is stored as part of our applied value. The template carries those
+	// defaults itself (volumeMode, status.phase) and no kind or namespace
+	// (which the server drops), so that an unchanged StatefulSet is seen to
+	// be unchanged and its apply skipped.
+	claim := (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).WithName(dataVolumeName).
 		WithLabels(labels).
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
+			WithVolumeMode(corev1.PersistentVolumeFilesystem).
 			WithResources(corev1ac.VolumeResourceRequirements().
-				WithRequests(corev1.ResourceList{corev1.ResourceStorage: kvs.Spec.Storage.VolumeSize})))
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: kvs.Spec.Storage.VolumeSize}))).
+		WithStatus(corev1ac.PersistentVolumeClaimStatus().WithPhase(corev1.ClaimPending))
 	if sc := kvs.Spec.Storage.StorageClassName; sc != nil {
 		claim.Spec.WithStorageClassName(*sc)
 	}

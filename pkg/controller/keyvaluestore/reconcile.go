@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -59,6 +62,13 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 	if !kvs.Spec.Paused {
 		sts, proxy, applyErr = c.apply(ctx, kvs, sts, proxy)
 	}
+	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
+		// The namespace controller is deleting what we would recreate, and
+		// will delete the store next (its teardown then runs): nothing to
+		// repair, retry or report.
+		logger.V(2).Info("Namespace terminating; not recreating owned objects")
+		return result{}, nil
+	}
 	if isPermanent(applyErr) {
 		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonApplyFailed, applyErr.Error())
 	}
@@ -76,19 +86,33 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	ns := kvs.Namespace
 	replicas := ptr.Deref(kvs.Spec.Replicas, 1)
 
-	if _, err := c.kube.CoreV1().Services(ns).Apply(ctx, HeadlessService(kvs), opts); err != nil {
-		return sts, proxy, fmt.Errorf("apply headless service: %w", err)
+	// Each apply is skipped when the cached object already carries, as ours,
+	// exactly the fields we would apply: the request would be a no-op. A
+	// field someone else changed is no longer ours in managedFields, so drift
+	// still makes the comparison fail and the apply happen.
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{HeadlessService(kvs), ClientService(kvs)} {
+		if live, err := c.services.Services(ns).Get(*svc.Name); err == nil && metav1.IsControlledBy(live, kvs) &&
+			sameApplied(func() (any, error) { return corev1ac.ExtractService(live, FieldManager) }, svc) {
+			continue
+		}
+		if _, err := c.kube.CoreV1().Services(ns).Apply(ctx, svc, opts); err != nil {
+			return sts, proxy, fmt.Errorf("apply service %s: %w", *svc.Name, err)
+		}
 	}
-	if _, err := c.kube.CoreV1().Services(ns).Apply(ctx, ClientService(kvs), opts); err != nil {
-		return sts, proxy, fmt.Errorf("apply service: %w", err)
+	desired := StatefulSet(kvs, replicas)
+	if sts == nil || !sameApplied(func() (any, error) { return appsv1ac.ExtractStatefulSet(sts, FieldManager) }, desired) {
+		applied, err := c.kube.AppsV1().StatefulSets(ns).Apply(ctx, desired, opts)
+		if err != nil {
+			return sts, proxy, fmt.Errorf("apply statefulset: %w", err)
+		}
+		sts = applied
 	}
-	applied, err := c.kube.AppsV1().StatefulSets(ns).Apply(ctx, StatefulSet(kvs, replicas), opts)
-	if err != nil {
-		return sts, proxy, fmt.Errorf("apply statefulset: %w", err)
-	}
-	sts = applied
-	if _, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Apply(ctx, PodDisruptionBudget(kvs), opts); err != nil {
-		return sts, proxy, fmt.Errorf("apply poddisruptionbudget: %w", err)
+	pdb := PodDisruptionBudget(kvs)
+	if live, err := c.pdbs.PodDisruptionBudgets(ns).Get(*pdb.Name); err != nil || !metav1.IsControlledBy(live, kvs) ||
+		!sameApplied(func() (any, error) { return policyv1ac.ExtractPodDisruptionBudget(live, FieldManager) }, pdb) {
+		if _, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Apply(ctx, pdb, opts); err != nil {
+			return sts, proxy, fmt.Errorf("apply poddisruptionbudget: %w", err)
+		}
 	}
 
 	// The proxy tier is created only behind a ready data tier; once it exists
@@ -96,7 +120,11 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	want := proxyReplicas(kvs)
 	switch {
 	case want > 0 && (proxy != nil || statefulSetReady(sts, kvs.Spec.Image, replicas)):
-		d, err := c.kube.AppsV1().Deployments(ns).Apply(ctx, ProxyDeployment(kvs, want), opts)
+		desired := ProxyDeployment(kvs, want)
+		if proxy != nil && sameApplied(func() (any, error) { return appsv1ac.ExtractDeployment(proxy, FieldManager) }, desired) {
+			break
+		}
+		d, err := c.kube.AppsV1().Deployments(ns).Apply(ctx, desired, opts)
 		if err != nil {
 			return sts, proxy, fmt.Errorf("apply proxy deployment: %w", err)
 		}
@@ -110,6 +138,13 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 		proxy = nil
 	}
 	return sts, proxy, nil
+}
+
+// sameApplied reports whether the configuration extracted from a live
+// object equals desired. Any error means "apply it".
+func sameApplied(extract func() (any, error), desired any) bool {
+	live, err := extract()
+	return err == nil && apiequality.Semantic.DeepEqual(live, desired)
 }
 
 func (c *Controller) statefulSet(kvs *v1alpha1.KeyValueStore) *appsv1.StatefulSet {

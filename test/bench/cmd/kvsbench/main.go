@@ -103,6 +103,10 @@ type config struct {
 	crdPath      string
 	out          string
 	keepCRD      bool
+	// The controller phase: stores, replicas each, and how long to wait.
+	ctrlStores   int
+	ctrlReplicas int
+	ctrlTimeout  time.Duration
 }
 
 func parseFlags(args []string) (config, error) {
@@ -118,7 +122,10 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.watchWrites, "watch-writes", 0, "timed writes per watch measurement (default 100, 10 with --quick)")
 	lists := fs.String("list-sizes", "", "object counts at which LIST is measured; the largest is also the memory and CPU scale (default 1000,10000; 50,200 with --quick)")
 	fs.IntVar(&c.listRepeat, "list-repeat", 0, "timed LISTs per variant and size in each repetition, after one warm-up (default 3, 1 with --quick)")
-	phases := fs.String("phases", "ops,watch,scale", "which phases to run")
+	phases := fs.String("phases", "ops,watch,scale,controller", "which phases to run")
+	ctrlStores := fs.Int("controller-stores", 0, "live stores the controller phase creates (default 1000, 5 with --quick)")
+	fs.IntVar(&c.ctrlReplicas, "controller-replicas", 3, "replicas of each store in the controller phase")
+	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
 	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
 	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
 	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
@@ -142,6 +149,7 @@ func parseFlags(args []string) (config, error) {
 	c.opsC16 = pick(*opsC16, 800, 64)
 	c.watchWrites = pick(c.watchWrites, 100, 10)
 	c.listRepeat = pick(c.listRepeat, 3, 1)
+	c.ctrlStores = pick(*ctrlStores, 1000, 5)
 	c.idle, c.memSettle, c.steadyMemory = 5*time.Second, 90*time.Second, true
 	if c.quick {
 		c.idle, c.memSettle, c.steadyMemory = time.Second, 0, false
@@ -165,7 +173,7 @@ func parseFlags(args []string) (config, error) {
 	c.phases = map[string]bool{}
 	for _, p := range strings.Split(*phases, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "ops", "watch", "scale":
+		case "ops", "watch", "scale", "controller":
 			c.phases[p] = true
 		default:
 			return c, fmt.Errorf("--phases: unknown phase %q", p)
@@ -226,6 +234,9 @@ type bench struct {
 	kube         kubernetes.Interface
 	dyn          dynamic.Interface
 	kvsDirect    kvsclient.KeyValueStoreInterface
+	kvsViaKube   versioned.Interface // protobuf, through the aggregator
+	stackDir     string
+	ctrl         *controllerResult
 	crClient     dynamic.ResourceInterface
 	etcdKVS      *clientv3.Client
 	etcdKube     *clientv3.Client
@@ -290,6 +301,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	// A stack this run brought up is torn down even after an interrupt.
 	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
 	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids")}
+	b.stackDir = stack.Dir
 
 	if err := b.connect(stack); err != nil {
 		return err
@@ -348,6 +360,11 @@ func run(ctx context.Context, cfg config) (err error) {
 			if err := b.watchPhase(ctx, rep); err != nil {
 				return err
 			}
+		}
+	}
+	if cfg.phases["controller"] {
+		if err := b.controllerPhase(ctx); err != nil {
+			return err
 		}
 	}
 	for _, t := range b.targets {
@@ -438,6 +455,9 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 	b.kvsDirect = helper.KvstoreV1alpha1().KeyValueStores(b.cfg.namespace)
+	if b.kvsViaKube, err = versioned.NewForConfig(b.wire("", kubeCfg, true)); err != nil {
+		return err
+	}
 	b.crClient = b.dyn.Resource(crGVR).Namespace(b.cfg.namespace)
 	b.memKVS = newKVSTarget("mem", b.memNamespace(), helper.KvstoreV1alpha1().KeyValueStores(b.memNamespace()))
 	b.memCR = newCRTarget("mem", b.memNamespace(), b.dyn.Resource(crGVR).Namespace(b.memNamespace()))
@@ -601,7 +621,7 @@ func (b *bench) deleteNamespace(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
-	return framework.WaitFor(ctx, 5*time.Minute, func(ctx context.Context) error {
+	return framework.WaitFor(ctx, 15*time.Minute, func(ctx context.Context) error {
 		_, err := b.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -629,6 +649,16 @@ func (b *bench) teardown(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	nss := []string{b.cfg.namespace, b.memNamespace()}
+	if b.ctrl != nil {
+		// Live stores: their teardown scales the data tier down first.
+		b.logf("cleaning up namespace %s (%d live stores) and the fake Nodes added", b.ctrlNamespace(), b.ctrl.Stores)
+		nss = append(nss, b.ctrlNamespace())
+		defer func() {
+			if err := b.removeBenchNodes(ctx); err != nil {
+				b.logf("cleanup: nodes: %v", err)
+			}
+		}()
+	}
 	errs := make([]error, len(nss))
 	for i, ns := range nss {
 		wg.Add(1)
@@ -822,8 +852,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
 		}
 	}
-	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d phases=%s",
-		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, phaseList(cfg.phases))
+	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d phases=%s",
+		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, phaseList(cfg.phases))
 	return m
 }
 

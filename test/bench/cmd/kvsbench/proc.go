@@ -109,6 +109,23 @@ func (p procs) cpu() (cpuSnap, error) {
 	return s, nil
 }
 
+// cpuOf reads the CPU seconds of the named processes; -1 for one without a
+// pid file or /proc entry (an optional process of the stack).
+func (p procs) cpuOf(names []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, n := range names {
+		out[n] = -1
+		pid, err := p.pid(n)
+		if err != nil {
+			continue
+		}
+		if sec, err := cpuSeconds(pid); err == nil {
+			out[n] = sec
+		}
+	}
+	return out, nil
+}
+
 // cpuDelta is CPU seconds spent per process between two snapshots, less the
 // idle rate measured beforehand times the window (never below zero). A
 // process that restarted in between has no figure.

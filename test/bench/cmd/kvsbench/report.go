@@ -284,6 +284,7 @@ func (b *bench) markdown(cs []check) string {
 		sb.WriteString("Quick mode: read right after the fills, after a forced GC only (not a steady state; the watch caches still hold the fill's events).\n\n")
 	}
 	sb.WriteString(b.table(b.memRows(), []string{colA, colBP}, false))
+	sb.WriteString(b.controllerMarkdown())
 	sb.WriteString("\n### Targets\n\n")
 	if b.cfg.quick {
 		sb.WriteString("Quick mode: counts far too small for these verdicts to mean anything; they only show the report works.\n\n")
@@ -309,11 +310,12 @@ func (b *bench) report() error {
 		return err
 	}
 	out := struct {
-		Meta     meta                          `json:"meta"`
-		Figures  map[string]map[string]*figure `json:"figures"`
-		Targets  []check                       `json:"targets"`
-		Problems []string                      `json:"problems"`
-	}{b.meta, b.figs.m, cs, b.problems}
+		Meta       meta                          `json:"meta"`
+		Figures    map[string]map[string]*figure `json:"figures"`
+		Targets    []check                       `json:"targets"`
+		Problems   []string                      `json:"problems"`
+		Controller *controllerResult             `json:"controller,omitempty"`
+	}{b.meta, b.figs.m, cs, b.problems, b.ctrl}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
