@@ -337,7 +337,7 @@ func (b *bench) kubeRequests(ctx context.Context) (map[string]float64, error) {
 func clientSettings(dir string) string {
 	var parts []string
 	for _, p := range []struct{ proc, def string }{
-		{"kvstore-apiserver", "kvstore-apiserver controller --kube-api-qps=50 --kube-api-burst=100 (defaults), --concurrent-keyvaluestore-syncs default"},
+		{"kvstore-apiserver", "kvstore-apiserver controller --kube-api-qps=50 --kube-api-burst=100 --concurrent-keyvaluestore-syncs=5 (defaults)"},
 		{"kube-controller-manager", "kube-controller-manager --kube-api-qps=20 --kube-api-burst=30 (defaults)"},
 		{"kube-scheduler", "kube-scheduler QPS 50, burst 100 (defaults)"},
 	} {
