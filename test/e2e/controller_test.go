@@ -445,3 +445,32 @@ func TestControllerFailingBackupHoldsDeletionUntilSkipped(t *testing.T) {
 	require.NoError(t, err)
 	waitGone(t, kvs, ns, "nobackup")
 }
+
+// Deleting a namespace releases its stores without the ordered waits: the
+// namespace controller deletes Pods and claims itself, no backup Pod could
+// start, and the StatefulSet controller may not be able to scale down there.
+// A store with a (failing) backup would otherwise hold the namespace.
+func TestControllerReleasesStoresOfATerminatingNamespace(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("doomed", 2)
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: "kvstore.io/e2e-backup:fail", ActiveDeadlineSeconds: ptr.To[int64](60)}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "doomed", "Ready", isReady)
+
+	require.NoError(t, kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		left, _ := kvs.KvstoreV1alpha1().KeyValueStores(ns).List(ctx, metav1.ListOptions{})
+		return fmt.Errorf("namespace %s still exists (%d stores left, err=%v)", ns, len(left.Items), err)
+	}))
+	// No backup Job was attempted: none could have run.
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, jobs.Items)
+}

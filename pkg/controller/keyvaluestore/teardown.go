@@ -43,6 +43,13 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 		return result{}, nil
 	}
 	logger := klog.FromContext(ctx)
+	// In a namespace being deleted, the namespace controller deletes every
+	// Pod and claim itself, in no particular order, and the StatefulSet
+	// controller cannot even scale down there (it may need to write a
+	// ControllerRevision, which is forbidden): waiting for Pods could hold
+	// the namespace for a long time and protects nothing. Teardown then only
+	// asks for the scale-down, skips the backup and releases the store.
+	terminating := c.namespaceTerminating(ctx, kvs.Namespace)
 
 	// 1. Proxy tier to zero, and wait for its Pods to go.
 	if d := c.proxyDeployment(kvs); d != nil && (d.Spec.Replicas == nil || *d.Spec.Replicas != 0) {
@@ -50,12 +57,12 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 			return result{}, err
 		}
 	}
-	if n := c.countPods(kvs, ComponentProxy); n > 0 {
+	if n := c.countPods(kvs, ComponentProxy); n > 0 && !terminating {
 		return c.waitStep(ctx, kvs, StepScaleDownProxy, fmt.Sprintf("waiting for %d proxy Pods to terminate", n))
 	}
 
 	// 2. Final backup, unless there is none or the user skipped it.
-	if res, done, err := c.finalBackup(ctx, kvs); !done || err != nil {
+	if res, done, err := c.finalBackup(ctx, kvs, terminating); !done || err != nil {
 		return res, err
 	}
 
@@ -65,12 +72,13 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 			return result{}, err
 		}
 	}
-	if n := c.countPods(kvs, ComponentData); n > 0 {
+	if n := c.countPods(kvs, ComponentData); n > 0 && !terminating {
 		return c.waitStep(ctx, kvs, StepScaleDownData, fmt.Sprintf("waiting for %d data Pods to terminate", n))
 	}
 
-	// 4. Claims only when the policy says Delete; by default data outlives the store.
-	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType {
+	// 4. Claims only when the policy says Delete; by default data outlives the
+	// store. (In a terminating namespace they go with it.)
+	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; !terminating && p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType {
 		claims, err := c.claims.PersistentVolumeClaims(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentData)))
 		if err != nil {
 			return result{}, err
@@ -113,7 +121,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 }
 
 // finalBackup runs step 2. done is false while the step is not finished.
-func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore) (res result, done bool, err error) {
+func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, terminating bool) (res result, done bool, err error) {
 	if kvs.Spec.Backup == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded) {
 		return result{}, true, nil
 	}
@@ -123,6 +131,9 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	}
 	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
 		return c.skipBackup(ctx, kvs, ReasonBackupSkipped, "final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
+	}
+	if terminating {
+		return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
 	}
 
 	job, err := c.jobs.Jobs(kvs.Namespace).Get(backupJobName(kvs))
@@ -185,6 +196,13 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		res, err := c.waitStep(ctx, kvs, StepFinalBackup, fmt.Sprintf("waiting for final backup Job %s", job.Name))
 		return res, false, err
 	}
+}
+
+// namespaceTerminating reads the namespace (teardown is rare, so no
+// informer); an error counts as "not terminating", the careful answer.
+func (c *Controller) namespaceTerminating(ctx context.Context, name string) bool {
+	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	return err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating)
 }
 
 // skipBackup records, once, that teardown goes on without a final backup.
