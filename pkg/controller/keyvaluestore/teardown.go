@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -49,7 +50,9 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 	// ControllerRevision, which is forbidden): waiting for Pods could hold
 	// the namespace for a long time and protects nothing. Teardown then only
 	// asks for the scale-down, skips the backup and releases the store.
-	terminating := c.namespaceTerminating(ctx, kvs.Namespace)
+	// Asked only where it changes something (a wait, a backup), so that a
+	// store with nothing running costs no request to kube-apiserver.
+	terminating := sync.OnceValue(func() bool { return c.namespaceTerminating(ctx, kvs.Namespace) })
 
 	// 1. Proxy tier to zero, and wait for its Pods to go.
 	if d := c.proxyDeployment(kvs); d != nil && (d.Spec.Replicas == nil || *d.Spec.Replicas != 0) {
@@ -57,7 +60,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 			return result{}, err
 		}
 	}
-	if n := c.countPods(kvs, ComponentProxy); n > 0 && !terminating {
+	if n := c.countPods(kvs, ComponentProxy); n > 0 && !terminating() {
 		return c.waitStep(ctx, kvs, StepScaleDownProxy, fmt.Sprintf("waiting for %d proxy Pods to terminate", n))
 	}
 
@@ -72,13 +75,13 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 			return result{}, err
 		}
 	}
-	if n := c.countPods(kvs, ComponentData); n > 0 && !terminating {
+	if n := c.countPods(kvs, ComponentData); n > 0 && !terminating() {
 		return c.waitStep(ctx, kvs, StepScaleDownData, fmt.Sprintf("waiting for %d data Pods to terminate", n))
 	}
 
 	// 4. Claims only when the policy says Delete; by default data outlives the
 	// store. (In a terminating namespace they go with it.)
-	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; !terminating && p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType {
+	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType && !terminating() {
 		claims, err := c.claims.PersistentVolumeClaims(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentData)))
 		if err != nil {
 			return result{}, err
@@ -121,7 +124,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 }
 
 // finalBackup runs step 2. done is false while the step is not finished.
-func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, terminating bool) (res result, done bool, err error) {
+func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, terminating func() bool) (res result, done bool, err error) {
 	if kvs.Spec.Backup == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded) {
 		return result{}, true, nil
 	}
@@ -132,7 +135,7 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
 		return c.skipBackup(ctx, kvs, ReasonBackupSkipped, "final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
 	}
-	if terminating {
+	if terminating() {
 		return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
 	}
 
