@@ -40,6 +40,7 @@ var ctrlProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pKCM, "kube-sch
 
 // controllerResult is what the phase measured, reported as its own section.
 type controllerResult struct {
+	Repetitions     int                `json:"repetitions"`
 	Stores          int                `json:"stores"`
 	Replicas        int                `json:"replicas"`
 	Nodes           int                `json:"nodes"`
@@ -77,34 +78,104 @@ func isStoreReady(k *v1alpha1.KeyValueStore) bool {
 		k.Status.ReadyReplicas == ptr.Deref(k.Spec.Replicas, 1)
 }
 
-func (b *bench) controllerPhase(ctx context.Context) error {
+// controllerPhases runs the controller phase --controller-reps times, each
+// in a fresh namespace (the previous one deleted and gone first), and keeps
+// the median of every figure.
+func (b *bench) controllerPhases(ctx context.Context) error {
+	var runs []*controllerResult
+	for rep := 1; rep <= b.cfg.ctrlReps; rep++ {
+		if rep > 1 {
+			b.logf("controller: deleting the namespace of repetition %d before the next", rep-1)
+			if err := b.deleteNamespace(ctx, b.ctrlNamespace()); err != nil {
+				return err
+			}
+		}
+		res, err := b.controllerPhase(ctx, rep)
+		if res != nil {
+			runs = append(runs, res)
+			b.ctrl = medianResult(runs)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// medianResult is the median of each figure over runs (the worst for
+// readiness counts and time-outs).
+func medianResult(runs []*controllerResult) *controllerResult {
+	m := *runs[0]
+	m.Repetitions = len(runs)
+	med := func(get func(*controllerResult) (float64, bool)) (float64, bool) {
+		var v []float64
+		for _, r := range runs {
+			if x, ok := get(r); ok {
+				v = append(v, x)
+			}
+		}
+		if len(v) < len(runs) {
+			return 0, false
+		}
+		return median(v), true
+	}
+	one := func(get func(*controllerResult) float64) float64 {
+		v, _ := med(func(r *controllerResult) (float64, bool) { return get(r), true })
+		return v
+	}
+	keyed := func(get func(*controllerResult) map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k := range get(runs[0]) {
+			if v, ok := med(func(r *controllerResult) (float64, bool) { x, ok := get(r)[k]; return x, ok }); ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	m.CreateSeconds = one(func(r *controllerResult) float64 { return r.CreateSeconds })
+	m.Reconciles = one(func(r *controllerResult) float64 { return r.Reconciles })
+	m.ReconcileErrors = one(func(r *controllerResult) float64 { return r.ReconcileErrors })
+	m.ReconcileRate = one(func(r *controllerResult) float64 { return r.ReconcileRate })
+	m.ReadySeconds = keyed(func(r *controllerResult) map[string]float64 { return r.ReadySeconds })
+	m.CPUSeconds = keyed(func(r *controllerResult) map[string]float64 { return r.CPUSeconds })
+	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
+	for _, r := range runs {
+		m.TimedOut = m.TimedOut || r.TimedOut
+		m.ReadyAtEnd = min(m.ReadyAtEnd, r.ReadyAtEnd)
+	}
+	return &m
+}
+
+func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult, error) {
 	n, r := b.cfg.ctrlStores, b.cfg.ctrlReplicas
 	ns := b.ctrlNamespace()
 	res := &controllerResult{Stores: n, Replicas: r, ReadySeconds: map[string]float64{}}
-	b.ctrl = res
-	b.logf("controller: %d stores of %d replicas in %s", n, r, ns)
+	if b.ctrl == nil {
+		b.ctrl = res // so that teardown cleans up even if this repetition fails
+	}
+	b.logf("controller: repetition %d of %d: %d stores of %d replicas in %s", rep, b.cfg.ctrlReps, n, r, ns)
 
 	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return nil, err
 	}
 	nodes, err := b.ensureNodes(ctx, n*r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.Nodes = nodes
 	res.ClientSettings = clientSettings(b.stackDir)
 
 	before, err := b.reconciles(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req0, err := b.kubeRequests(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cpu0, err := b.procs.cpuOf(ctrlProcs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client := b.kvsViaKube.KvstoreV1alpha1().KeyValueStores(ns)
 	start := time.Now()
@@ -132,7 +203,7 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return fmt.Errorf("create stores: %w", err)
+		return nil, fmt.Errorf("create stores: %w", err)
 	}
 	res.CreateSeconds = time.Since(start).Seconds()
 	b.logf("controller: created %d stores in %.1f s; waiting for all Ready (timeout %s)", n, res.CreateSeconds, b.cfg.ctrlTimeout)
@@ -146,7 +217,7 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	for {
 		list, err := client.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ready := 0
 		for i := range list.Items {
@@ -175,14 +246,14 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
 	elapsed := time.Since(start).Seconds()
 	cpu1, err := b.procs.cpuOf(ctrlProcs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.CPUSeconds = map[string]float64{}
 	for _, p := range ctrlProcs {
@@ -192,11 +263,11 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	}
 	after, err := b.reconciles(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req1, err := b.kubeRequests(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.KubeRequests = map[string]float64{}
 	for verb, v := range req1 {
@@ -208,7 +279,7 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	res.ReconcileErrors = after["error"] - before["error"]
 	res.ReconcileRate = res.Reconciles / elapsed
 	b.logf("controller: %d of %d Ready in %.1f s; %.0f reconciles (%.1f/s)", res.ReadyAtEnd, n, elapsed, res.Reconciles, res.ReconcileRate)
-	return nil
+	return res, nil
 }
 
 // ensureNodes adds fake kwok Nodes until the cluster has room for pods
@@ -384,6 +455,7 @@ func (b *bench) controllerMarkdown() string {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n### Controller scale: %d stores of %d replicas (%d Pods on %d kwok Nodes), from the first create to all Ready\n\n", c.Stores, c.Replicas, c.Stores*c.Replicas, c.Nodes)
+	fmt.Fprintf(&sb, "Median of %d repetitions, each in a fresh namespace. ", c.Repetitions)
 	fmt.Fprintf(&sb, "Created through the aggregator at concurrency %d; a store counts as Ready when its status says phase Ready for its current generation with every replica ready. Client limits: %s.\n\n", ctrlCreateConc, c.ClientSettings)
 	sb.WriteString("| metric | value |\n|---|--:|\n")
 	fmt.Fprintf(&sb, "| creates done | %.1f s |\n", c.CreateSeconds)

@@ -105,6 +105,7 @@ type config struct {
 	keepCRD      bool
 	// The controller phase: stores, replicas each, and how long to wait.
 	ctrlStores   int
+	ctrlReps     int
 	ctrlReplicas int
 	ctrlTimeout  time.Duration
 }
@@ -125,6 +126,7 @@ func parseFlags(args []string) (config, error) {
 	phases := fs.String("phases", "ops,watch,scale,controller", "which phases to run")
 	ctrlStores := fs.Int("controller-stores", 0, "live stores the controller phase creates (default 1000, 5 with --quick)")
 	fs.IntVar(&c.ctrlReplicas, "controller-replicas", 3, "replicas of each store in the controller phase")
+	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
 	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
 	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
@@ -150,6 +152,7 @@ func parseFlags(args []string) (config, error) {
 	c.watchWrites = pick(c.watchWrites, 100, 10)
 	c.listRepeat = pick(c.listRepeat, 3, 1)
 	c.ctrlStores = pick(*ctrlStores, 1000, 5)
+	c.ctrlReps = pick(*ctrlReps, 3, 1)
 	c.idle, c.memSettle, c.steadyMemory = 5*time.Second, 90*time.Second, true
 	if c.quick {
 		c.idle, c.memSettle, c.steadyMemory = time.Second, 0, false
@@ -363,7 +366,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		}
 	}
 	if cfg.phases["controller"] {
-		if err := b.controllerPhase(ctx); err != nil {
+		if err := b.controllerPhases(ctx); err != nil {
 			return err
 		}
 	}
@@ -852,8 +855,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
 		}
 	}
-	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d phases=%s",
-		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, phaseList(cfg.phases))
+	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d controller-reps=%d phases=%s",
+		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, cfg.ctrlReps, phaseList(cfg.phases))
 	return m
 }
 
