@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -20,6 +19,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -37,7 +37,10 @@ func init() {
 	// cluster (our controller over loopback, kube-controller-manager through
 	// the aggregator, which decompresses again), so gzip only costs CPU at
 	// both ends (docs/benchmarks.md). Set once, before any flag parsing.
-	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.OverrideDefault(genericfeatures.WatchListCompression, false))
+	// Should the gate ever be locked upstream, say so and run with its default.
+	if err := utilfeature.DefaultMutableFeatureGate.OverrideDefault(genericfeatures.WatchListCompression, false); err != nil {
+		klog.Background().Error(err, "Cannot turn WatchListCompression off by default")
+	}
 }
 
 // Options are every flag of kvstore-apiserver.

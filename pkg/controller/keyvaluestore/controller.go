@@ -174,7 +174,7 @@ func specOrMetadataChanged(old, new interface{}) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return o.GetGeneration() != n.GetGeneration() || o.GetDeletionTimestamp() != n.GetDeletionTimestamp() ||
+	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) || !reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
 		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
 }
@@ -231,6 +231,7 @@ func (c *Controller) enqueue(obj interface{}) {
 
 // enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
 // The instance label is on all of them (templates carry it to Pods and claims).
+// enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
 func (c *Controller) enqueueOwner(obj interface{}) {
 	if name := ownerName(obj); name != "" {
 		ns, _ := namespaceOf(obj)
@@ -238,6 +239,7 @@ func (c *Controller) enqueueOwner(obj interface{}) {
 	}
 }
 
+// Run starts workers and blocks until ctx ends. Informers must be started.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()

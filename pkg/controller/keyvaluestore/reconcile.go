@@ -56,7 +56,8 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 		return c.teardown(ctx, kvs)
 	}
 	// Status is computed from what the apply calls returned, not from the
-	// informers, which may not have seen those writes yet.
+	// informers, which may not have seen those writes yet; an apply skipped
+	// as a no-op leaves the cached object, which already matched.
 	sts, proxy := c.statefulSet(kvs), c.proxyDeployment(kvs)
 	var applyErr error
 	if !kvs.Spec.Paused {

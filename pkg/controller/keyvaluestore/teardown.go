@@ -135,11 +135,13 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
 		return c.skipBackup(ctx, kvs, ReasonBackupSkipped, "final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
 	}
-	if terminating() {
-		return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
-	}
 
 	job, err := c.jobs.Jobs(kvs.Namespace).Get(backupJobName(kvs))
+	// A backup that already completed is recorded as such below, even if
+	// the namespace has started terminating since.
+	if done := err == nil && metav1.IsControlledBy(job, kvs) && jobCondition(job, batchv1.JobComplete); !done && terminating() {
+		return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
+	}
 	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(job, kvs)) {
 		_, err := c.kube.BatchV1().Jobs(kvs.Namespace).Apply(ctx, BackupJob(kvs), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
