@@ -182,8 +182,7 @@ func specOrMetadataChanged(old, new interface{}) bool {
 // enqueueOwnerIfTearingDown enqueues the owning store only while it is
 // being deleted.
 func (c *Controller) enqueueOwnerIfTearingDown(obj interface{}) {
-	if name := ownerName(obj); name != "" {
-		ns, _ := namespaceOf(obj)
+	if ns, name := owner(obj); name != "" {
 		if kvs, err := c.stores.KeyValueStores(ns).Get(name); err == nil && kvs.DeletionTimestamp == nil {
 			return
 		}
@@ -191,33 +190,23 @@ func (c *Controller) enqueueOwnerIfTearingDown(obj interface{}) {
 	c.enqueueOwner(obj)
 }
 
-func namespaceOf(obj interface{}) (string, bool) {
+// owner is the namespace and name of the store that owns obj (a tombstone's
+// too); name is "" when no store does.
+func owner(obj interface{}) (namespace, name string) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return "", false
-	}
-	return m.GetNamespace(), true
-}
-
-// ownerName is the name of the store that owns obj, or "".
-func ownerName(obj interface{}) string {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return ""
+		return "", ""
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "KeyValueStore" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
-		return ref.Name
+		return m.GetNamespace(), ref.Name
 	}
 	if m.GetLabels()[LabelManagedBy] == ManagedBy {
-		return m.GetLabels()[LabelInstance]
+		return m.GetNamespace(), m.GetLabels()[LabelInstance]
 	}
-	return ""
+	return "", ""
 }
 
 func (c *Controller) enqueue(obj interface{}) {
@@ -233,8 +222,7 @@ func (c *Controller) enqueue(obj interface{}) {
 // The instance label is on all of them (templates carry it to Pods and claims).
 // enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
 func (c *Controller) enqueueOwner(obj interface{}) {
-	if name := ownerName(obj); name != "" {
-		ns, _ := namespaceOf(obj)
+	if ns, name := owner(obj); name != "" {
 		c.queue.Add(ns + "/" + name)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -163,13 +162,9 @@ func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult
 		return nil, err
 	}
 	res.Nodes = nodes
-	res.ClientSettings = clientSettings(b.stackDir)
+	res.ClientSettings = clientSettings(b.procs)
 
-	before, err := b.reconciles(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req0, err := b.kubeRequests(ctx)
+	before, err := b.counters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -261,22 +256,18 @@ func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult
 			res.CPUSeconds[p] = cpu1[p] - cpu0[p]
 		}
 	}
-	after, err := b.reconciles(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req1, err := b.kubeRequests(ctx)
+	after, err := b.counters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res.KubeRequests = map[string]float64{}
-	for verb, v := range req1 {
-		if d := v - req0[verb]; d > 0 {
+	for verb, v := range after.requests {
+		if d := v - before.requests[verb]; d > 0 {
 			res.KubeRequests[verb] = d
 		}
 	}
-	res.Reconciles = after["success"] + after["error"] - before["success"] - before["error"]
-	res.ReconcileErrors = after["error"] - before["error"]
+	res.Reconciles = after.reconciles["success"] + after.reconciles["error"] - before.reconciles["success"] - before.reconciles["error"]
+	res.ReconcileErrors = after.reconciles["error"] - before.reconciles["error"]
 	res.ReconcileRate = res.Reconciles / elapsed
 	b.logf("controller: %d of %d Ready in %.1f s; %.0f reconciles (%.1f/s)", res.ReadyAtEnd, n, elapsed, res.Reconciles, res.ReconcileRate)
 	return res, nil
@@ -360,6 +351,22 @@ func (b *bench) removeBenchNodes(ctx context.Context) error {
 	return nil
 }
 
+// phaseCounters are the counters the phase reports as differences.
+type phaseCounters struct {
+	reconciles map[string]float64 // the controller's, by result
+	requests   map[string]float64 // kube-apiserver's, by verb
+}
+
+func (b *bench) counters(ctx context.Context) (phaseCounters, error) {
+	var c phaseCounters
+	var err error
+	if c.reconciles, err = b.reconciles(ctx); err != nil {
+		return c, err
+	}
+	c.requests, err = b.kubeRequests(ctx)
+	return c, err
+}
+
 // reconciles reads the controller's reconcile counters by result.
 func (b *bench) reconciles(ctx context.Context) (map[string]float64, error) {
 	resp, err := b.raw[pKVSAPI].get(ctx, "/metrics", "text/plain", false)
@@ -405,17 +412,17 @@ func (b *bench) kubeRequests(ctx context.Context) (map[string]float64, error) {
 
 // clientSettings states the client rate limits in play, from the processes'
 // command lines (defaults when a flag is absent).
-func clientSettings(dir string) string {
+func clientSettings(p procs) string {
 	var parts []string
-	for _, p := range []struct{ proc, def string }{
+	for _, s := range []struct{ proc, def string }{
 		{"kvstore-apiserver", "kvstore-apiserver controller --kube-api-qps=50 --kube-api-burst=100 --concurrent-keyvaluestore-syncs=5 (defaults)"},
 		{"kube-controller-manager", "kube-controller-manager --kube-api-qps=20 --kube-api-burst=30 (defaults)"},
 		{"kube-scheduler", "kube-scheduler QPS 50, burst 100 (defaults)"},
 	} {
-		if flags := cmdlineFlags(dir, p.proc, "--kube-api-qps", "--kube-api-burst", "--concurrent-keyvaluestore-syncs", "--concurrent-statefulset-syncs"); flags != "" {
-			parts = append(parts, p.proc+" "+flags)
+		if flags := cmdlineFlags(p, s.proc, "--kube-api-qps", "--kube-api-burst", "--concurrent-keyvaluestore-syncs", "--concurrent-statefulset-syncs"); flags != "" {
+			parts = append(parts, s.proc+" "+flags)
 		} else {
-			parts = append(parts, p.def)
+			parts = append(parts, s.def)
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -423,12 +430,12 @@ func clientSettings(dir string) string {
 
 // cmdlineFlags returns the given flags as a process of the local stack was
 // started with ("" if none), read from /proc.
-func cmdlineFlags(dir, proc string, names ...string) string {
-	pidb, err := os.ReadFile(filepath.Join(dir, "pids", proc+".pid"))
+func cmdlineFlags(p procs, proc string, names ...string) string {
+	pid, err := p.pid(proc)
 	if err != nil {
 		return ""
 	}
-	raw, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pidb)) + "/cmdline")
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return ""
 	}

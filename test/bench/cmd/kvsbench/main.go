@@ -238,7 +238,6 @@ type bench struct {
 	dyn          dynamic.Interface
 	kvsDirect    kvsclient.KeyValueStoreInterface
 	kvsViaKube   versioned.Interface // protobuf, through the aggregator
-	stackDir     string
 	ctrl         *controllerResult
 	crClient     dynamic.ResourceInterface
 	etcdKVS      *clientv3.Client
@@ -304,7 +303,6 @@ func run(ctx context.Context, cfg config) (err error) {
 	// A stack this run brought up is torn down even after an interrupt.
 	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
 	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids")}
-	b.stackDir = stack.Dir
 
 	if err := b.connect(stack); err != nil {
 		return err
