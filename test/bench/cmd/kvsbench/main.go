@@ -250,6 +250,10 @@ type bench struct {
 	// shrink the watch caches' history before memory readings.
 	memKVS *kvsTarget
 	memCR  *crTarget
+	// memBaseline is the first scale repetition's reading before any of its
+	// objects existed; every repetition's memory growth is measured from it
+	// (see scalePhase).
+	memBaseline *memSnap
 
 	contentTypes sync.Map
 	mu           sync.Mutex
@@ -860,7 +864,7 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 
 func phaseList(p map[string]bool) string {
 	var out []string
-	for _, n := range []string{"ops", "watch", "scale"} {
+	for _, n := range []string{"ops", "watch", "scale", "controller"} {
 		if p[n] {
 			out = append(out, n)
 		}

@@ -297,7 +297,7 @@ func (b *bench) markdown(cs []check) string {
 	sb.WriteString(b.table(b.cpuRows("scale creates"), []string{colA, colBP, colE}, false))
 	fmt.Fprintf(&sb, "\n### Memory from empty to %d objects: A = kube-apiserver with custom resources, B proto = kvstore-apiserver with stores\n\n", largest)
 	if b.cfg.steadyMemory {
-		sb.WriteString("Read in a steady state: 80 s after the last write, a few updates to shrink the watch caches' event history, a forced GC, then RSS once the Go runtime has returned its free heap to the OS (at most 32 MiB left, waiting up to 90 s); then twice more 5 s apart, keeping the smallest of each figure (a periodic watch-cache consistency check can be decoding every object at any one reading). Live heap is go_memstats_heap_alloc_bytes right after a forced GC.\n\n")
+		sb.WriteString("Read in a steady state: 80 s after the last write, a few updates to shrink the watch caches' event history, a forced GC, then RSS once the Go runtime has returned its free heap to the OS (at most 32 MiB left, waiting up to 90 s); then twice more 5 s apart, keeping the smallest of each figure (a periodic watch-cache consistency check can be decoding every object at any one reading). Live heap is go_memstats_heap_alloc_bytes right after a forced GC. \"Before\" is the first repetition's reading, before any of its objects existed: once a repetition has deleted its objects, the watch caches keep their last events (deleted objects included) until newer ones overwrite them, so neither server returns to it, while readings with the objects present are stable across repetitions.\n\n")
 	} else {
 		sb.WriteString("Quick mode: read right after the fills, after a forced GC only (not a steady state; the watch caches still hold the fill's events).\n\n")
 	}
