@@ -794,7 +794,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 	m := meta{
 		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2, one connection per column; admin (system:masters, exempt from priority and fairness)",
 		Mode:      "full",
-		Command:   strings.Join(os.Args, " "),
+		// Not os.Args[0]: under `go run` (make bench) that is a temporary path.
+		Command:   strings.TrimSpace("kvsbench " + strings.Join(os.Args[1:], " ")),
 		Date:      time.Now().UTC().Format(time.RFC3339),
 		CPUs:      runtime.NumCPU(),
 		GoVersion: runtime.Version(),
