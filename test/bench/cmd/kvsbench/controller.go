@@ -369,13 +369,13 @@ func (b *bench) counters(ctx context.Context) (phaseCounters, error) {
 
 // reconciles reads the controller's reconcile counters by result.
 func (b *bench) reconciles(ctx context.Context) (map[string]float64, error) {
-	resp, err := b.raw[pKVSAPI].get(ctx, "/metrics", "text/plain", false)
+	body, err := b.raw[pKVSAPI].metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, result := range []string{"success", "error"} {
-		v, err := metricValue(resp.body, fmt.Sprintf(`%s{result="%s"}`, metricReconc, result))
+		v, err := metricValue(body, fmt.Sprintf(`%s{result="%s"}`, metricReconc, result))
 		if err == nil {
 			out[result] = v
 		}
@@ -385,12 +385,12 @@ func (b *bench) reconciles(ctx context.Context) (map[string]float64, error) {
 
 // kubeRequests sums kube-apiserver's apiserver_request_total by verb.
 func (b *bench) kubeRequests(ctx context.Context) (map[string]float64, error) {
-	resp, err := b.raw[pKubeAPI].get(ctx, "/metrics", "text/plain", false)
+	body, err := b.raw[pKubeAPI].metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(resp.body), "\n") {
+	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}

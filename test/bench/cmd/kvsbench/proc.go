@@ -220,13 +220,13 @@ const (
 func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration, saveHeap func(proc string, profile []byte)) (memSnap, error) {
 	m := memSnap{RSS: map[string]int64{}, Heap: map[string]int64{}, Unscavenged: map[string]int64{}}
 	stats := func(n string) (map[string]float64, error) {
-		resp, err := servers[n].get(ctx, "/metrics", "text/plain", false)
+		body, err := servers[n].metrics(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: /metrics: %w", n, err)
 		}
 		out := map[string]float64{}
 		for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes"} {
-			if out[name], err = metricValue(resp.body, name); err != nil {
+			if out[name], err = metricValue(body, name); err != nil {
 				return nil, fmt.Errorf("%s: %w", n, err)
 			}
 		}
@@ -332,6 +332,12 @@ type rawResp struct {
 	took        time.Duration // until the last byte
 	gzipped     bool
 	contentType string
+}
+
+// metrics reads the server's Prometheus text exposition.
+func (c *rawClient) metrics(ctx context.Context) ([]byte, error) {
+	resp, err := c.get(ctx, "/metrics", "text/plain", false)
+	return resp.body, err
 }
 
 // get reads path; with gzip it asks for a gzip-compressed body (as client-go
