@@ -1,29 +1,20 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
 
 	kvscontroller "github.com/kvstore-io/kvstore-apiserver/pkg/controller/keyvaluestore"
-	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
-	kvsinformers "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions"
 )
 
 // ControllerOptions configure the embedded, leader-elected controller.
@@ -94,109 +85,24 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks m
 	if c.ClientConfig == nil {
 		return fmt.Errorf("the controller needs a kube-apiserver: give --kubeconfig, run in a cluster, or --controllers=false")
 	}
-	kubeConfig := rest.CopyConfig(c.ClientConfig)
-	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	kubeConfig.ContentType = runtime.ContentTypeProtobuf
-	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kubeConfig = rest.AddUserAgent(kubeConfig, kvscontroller.FieldManager)
-
-	var watchdog *leaderelection.HealthzAdaptor
+	kube := rest.CopyConfig(c.ClientConfig)
+	kube.QPS, kube.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg := kvscontroller.Config{Kube: kube, Workers: o.Workers, LeaderElection: o.LeaderElection}
 	if o.LeaderElection.LeaderElect {
 		// Liveness, never readiness: a follower serves the API as well as a leader.
-		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-		c.HealthzChecks = append(c.HealthzChecks, watchdog)
-		c.LivezChecks = append(c.LivezChecks, watchdog)
+		cfg.Watchdog = kvscontroller.NewWatchdog()
+		c.HealthzChecks = append(c.HealthzChecks, cfg.Watchdog)
+		c.LivezChecks = append(c.LivezChecks, cfg.Watchdog)
 	}
-	kvscontroller.RegisterMetrics()
 	hooks["start-keyvaluestore-controller"] = func(hookCtx genericapiserver.PostStartHookContext) error {
-		go o.run(hookCtx.Context, kubeConfig, rest.CopyConfig(hookCtx.LoopbackClientConfig), watchdog)
+		cfg.Loopback = rest.CopyConfig(hookCtx.LoopbackClientConfig)
+		go func() {
+			if err := cfg.Run(hookCtx.Context); err != nil {
+				klog.FromContext(hookCtx.Context).Error(err, "KeyValueStore controller failed")
+				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+			}
+		}()
 		return nil
 	}
 	return nil
-}
-
-// run blocks: with leader election it runs the controller only while leading.
-func (o *ControllerOptions) run(ctx context.Context, kubeConfig, loopback *rest.Config, watchdog *leaderelection.HealthzAdaptor) {
-	logger := klog.FromContext(ctx).WithName("controller")
-	kube, err := kubernetes.NewForConfig(kubeConfig)
-	if err != nil {
-		logger.Error(err, "Cannot create kube client")
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-	// Protobuf on the wire to our own API: smaller and cheaper than JSON.
-	loopback.ContentType = runtime.ContentTypeProtobuf
-	loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	// Loopback: gzip would only cost CPU at both ends of the same process.
-	loopback.DisableCompression = true
-	kvs, err := versioned.NewForConfig(loopback)
-	if err != nil {
-		logger.Error(err, "Cannot create kvstore client")
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-	runController := func(ctx context.Context) {
-		kvscontroller.Leader.Set(1)
-		defer kvscontroller.Leader.Set(0)
-		kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
-			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.LabelSelector = kvscontroller.LabelManagedBy + "=" + kvscontroller.ManagedBy
-			}),
-			kubeinformers.WithTransform(kvscontroller.CacheTransform))
-		kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0,
-			kvsinformers.WithTransform(kvscontroller.CacheTransform))
-		ctrl, err := kvscontroller.New(kube, kvs, kubeInf, kvsInf)
-		if err != nil {
-			logger.Error(err, "Cannot create controller")
-			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-		}
-		kubeInf.Start(ctx.Done())
-		kvsInf.Start(ctx.Done())
-		defer kubeInf.Shutdown()
-		defer kvsInf.Shutdown()
-		if err := ctrl.Run(ctx, o.Workers); err != nil {
-			logger.Error(err, "Controller stopped")
-		}
-	}
-	if !o.LeaderElection.LeaderElect {
-		runController(ctx)
-		return
-	}
-
-	hostname, _ := os.Hostname()
-	identity := hostname + "_" + string(uuid.NewUUID())
-	le := o.LeaderElection
-	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
-	if err != nil {
-		logger.Error(err, "Cannot create leader election lock")
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            le.ResourceName,
-		LeaseDuration:   le.LeaseDuration.Duration,
-		RenewDeadline:   le.RenewDeadline.Duration,
-		RetryPeriod:     le.RetryPeriod.Duration,
-		ReleaseOnCancel: true,
-		WatchDog:        watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Became leader; starting the controller", "identity", identity)
-				runController(ctx)
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() != nil {
-					logger.Info("Shutting down; leader Lease released", "identity", identity)
-					return
-				}
-				// Another replica may already be writing: stop at once.
-				logger.Error(nil, "Lost the leader Lease; exiting so that only one controller writes", "identity", identity)
-				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-			},
-			OnNewLeader: func(id string) {
-				if id != identity {
-					logger.Info("Another replica leads", "leader", id)
-				}
-			},
-		},
-	})
 }

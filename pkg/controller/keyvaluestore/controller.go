@@ -6,23 +6,26 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -43,43 +46,107 @@ type Controller struct {
 	kvs      versioned.Interface
 	recorder record.EventRecorder
 
-	stores       kvslisters.KeyValueStoreLister
-	statefulSets appslisters.StatefulSetLister
-	deployments  appslisters.DeploymentLister
-	services     corelisters.ServiceLister
-	pdbs         policylisters.PodDisruptionBudgetLister
-	pods         corelisters.PodLister
-	claims       corelisters.PersistentVolumeClaimLister
-	jobs         batchlisters.JobLister
-	synced       []cache.InformerSynced
+	stores kvslisters.KeyValueStoreLister
+	pods   corelisters.PodLister
+	claims corelisters.PersistentVolumeClaimLister
+	jobs   batchlisters.JobLister
+	synced []cache.InformerSynced
+
+	// The kinds the controller applies, each with its cache, live read,
+	// extraction of our applied fields and apply call.
+	services     ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
+	statefulSets ownedKind[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration]
+	deployments  ownedKind[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]
+	pdbs         ownedKind[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]
+	jobKind      ownedKind[*batchv1.Job, *batchv1ac.JobApplyConfiguration]
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// now is replaceable in tests.
 	now func() metav1.Time
 }
 
-// New wires a Controller to informers. Kube informers should be filtered to
-// objects labelled app.kubernetes.io/managed-by=kvstore-apiserver.
-func New(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory) (*Controller, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
+// newController wires a Controller to informers. Kube informers should be
+// filtered to objects labelled app.kubernetes.io/managed-by=kvstore-apiserver.
+func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+	stsLister := kubeInformers.Apps().V1().StatefulSets().Lister()
+	deployLister := kubeInformers.Apps().V1().Deployments().Lister()
+	svcLister := kubeInformers.Core().V1().Services().Lister()
+	pdbLister := kubeInformers.Policy().V1().PodDisruptionBudgets().Lister()
+	jobLister := kubeInformers.Batch().V1().Jobs().Lister()
 	c := &Controller{
-		kube:         kube,
-		kvs:          kvs,
-		recorder:     broadcaster.NewRecorder(scheme, corev1.EventSource{Component: FieldManager}),
-		stores:       kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
-		statefulSets: kubeInformers.Apps().V1().StatefulSets().Lister(),
-		deployments:  kubeInformers.Apps().V1().Deployments().Lister(),
-		services:     kubeInformers.Core().V1().Services().Lister(),
-		pdbs:         kubeInformers.Policy().V1().PodDisruptionBudgets().Lister(),
-		pods:         kubeInformers.Core().V1().Pods().Lister(),
-		claims:       kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
-		jobs:         kubeInformers.Batch().V1().Jobs().Lister(),
+		kube:     kube,
+		kvs:      kvs,
+		recorder: recorder,
+		stores:   kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
+		pods:     kubeInformers.Core().V1().Pods().Lister(),
+		claims:   kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
+		jobs:     jobLister,
+		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
+			kind:   "Service",
+			cached: func(ns, name string) (*corev1.Service, error) { return svcLister.Services(ns).Get(name) },
+			live: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
+				return kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			extract: func(o *corev1.Service) (*corev1ac.ServiceApplyConfiguration, error) {
+				return corev1ac.ExtractService(o, FieldManager)
+			},
+			apply: func(ctx context.Context, ns string, ac *corev1ac.ServiceApplyConfiguration) (*corev1.Service, error) {
+				return kube.CoreV1().Services(ns).Apply(ctx, ac, applyOptions)
+			},
+		},
+		statefulSets: ownedKind[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration]{
+			kind:   "StatefulSet",
+			cached: func(ns, name string) (*appsv1.StatefulSet, error) { return stsLister.StatefulSets(ns).Get(name) },
+			live: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
+				return kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			extract: func(o *appsv1.StatefulSet) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+				return appsv1ac.ExtractStatefulSet(o, FieldManager)
+			},
+			apply: func(ctx context.Context, ns string, ac *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
+				return kube.AppsV1().StatefulSets(ns).Apply(ctx, ac, applyOptions)
+			},
+		},
+		deployments: ownedKind[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]{
+			kind:   "Deployment",
+			cached: func(ns, name string) (*appsv1.Deployment, error) { return deployLister.Deployments(ns).Get(name) },
+			live: func(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+				return kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			extract: func(o *appsv1.Deployment) (*appsv1ac.DeploymentApplyConfiguration, error) {
+				return appsv1ac.ExtractDeployment(o, FieldManager)
+			},
+			apply: func(ctx context.Context, ns string, ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+				return kube.AppsV1().Deployments(ns).Apply(ctx, ac, applyOptions)
+			},
+		},
+		pdbs: ownedKind[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]{
+			kind:   "PodDisruptionBudget",
+			cached: func(ns, name string) (*policyv1.PodDisruptionBudget, error) { return pdbLister.PodDisruptionBudgets(ns).Get(name) },
+			live: func(ctx context.Context, ns, name string) (*policyv1.PodDisruptionBudget, error) {
+				return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			extract: func(o *policyv1.PodDisruptionBudget) (*policyv1ac.PodDisruptionBudgetApplyConfiguration, error) {
+				return policyv1ac.ExtractPodDisruptionBudget(o, FieldManager)
+			},
+			apply: func(ctx context.Context, ns string, ac *policyv1ac.PodDisruptionBudgetApplyConfiguration) (*policyv1.PodDisruptionBudget, error) {
+				return kube.PolicyV1().PodDisruptionBudgets(ns).Apply(ctx, ac, applyOptions)
+			},
+		},
+		jobKind: ownedKind[*batchv1.Job, *batchv1ac.JobApplyConfiguration]{
+			kind:   "Job",
+			cached: func(ns, name string) (*batchv1.Job, error) { return jobLister.Jobs(ns).Get(name) },
+			live: func(ctx context.Context, ns, name string) (*batchv1.Job, error) {
+				return kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			// Jobs are created once and never reapplied: nothing to extract.
+			extract: func(*batchv1.Job) (*batchv1ac.JobApplyConfiguration, error) { return nil, errNoExtract },
+			apply: func(ctx context.Context, ns string, ac *batchv1ac.JobApplyConfiguration) (*batchv1.Job, error) {
+				return kube.BatchV1().Jobs(ns).Apply(ctx, ac, applyOptions)
+			},
+		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "keyvaluestore"}),
@@ -135,6 +202,9 @@ func New(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubei
 	}
 	return c, nil
 }
+
+// errNoExtract makes applyUnlessUnchanged always apply a kind it never reapplies.
+var errNoExtract = errors.New("not extracted")
 
 type watchOption func(*cache.ResourceEventHandlerFuncs)
 
@@ -218,8 +288,6 @@ func (c *Controller) enqueue(obj interface{}) {
 	c.queue.Add(key)
 }
 
-// enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
-// The instance label is on all of them (templates carry it to Pods and claims).
 // enqueueOwner maps an owned object, or a Pod or claim of one, to its store.
 func (c *Controller) enqueueOwner(obj interface{}) {
 	if ns, name := owner(obj); name != "" {

@@ -20,8 +20,13 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 15),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	// Leader is 1 while this process holds the controller Lease.
-	Leader = metrics.NewGauge(&metrics.GaugeOpts{
+	applyTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kvstore", Subsystem: "controller", Name: "apply_total",
+		Help:           "Server-side applies of owned objects by kind and outcome (created, updated, unchanged: skipped as a no-op, refused: an object the store does not control is in the way).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "outcome"})
+	// leader is 1 while this process holds the controller Lease.
+	leader = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "kvstore", Subsystem: "controller", Name: "leader",
 		Help:           "1 while this replica holds the controller Lease and runs the controller, else 0.",
 		StabilityLevel: metrics.ALPHA,
@@ -29,10 +34,10 @@ var (
 	registerOnce sync.Once
 )
 
-// RegisterMetrics adds the controller metrics to the /metrics registry.
-func RegisterMetrics() {
+// registerMetrics adds the controller metrics to the /metrics registry.
+func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader)
+		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, applyTotal, leader)
 	})
 }
 
@@ -46,4 +51,8 @@ func observeReconcile(res result, err error, d time.Duration) {
 	}
 	reconcileTotal.WithLabelValues(label).Inc()
 	reconcileDuration.WithLabelValues(label).Observe(d.Seconds())
+}
+
+func observeApply(kind string, outcome applyOutcome) {
+	applyTotal.WithLabelValues(kind, string(outcome)).Inc()
 }

@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,13 +36,11 @@ const (
 	dataMountPath  = "/data"
 )
 
-// Names of the objects of a store.
-func headlessServiceName(kvs *v1alpha1.KeyValueStore) string { return kvs.Name + "-headless" }
-func proxyName(kvs *v1alpha1.KeyValueStore) string           { return kvs.Name + "-proxy" }
-func backupJobName(kvs *v1alpha1.KeyValueStore) string       { return kvs.Name + "-final-backup" }
+// attemptAnnotation numbers the attempts of a final backup on their Jobs.
+const attemptAnnotation = v1alpha1.GroupName + "/attempt"
 
-// Labels returns the labels of a store's component.
-func Labels(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
+// labelsFor returns the labels of a store's component.
+func labelsFor(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
 	return map[string]string{
 		LabelName:      "keyvaluestore",
 		LabelInstance:  kvs.Name,
@@ -65,10 +64,10 @@ func ownerReference(kvs *v1alpha1.KeyValueStore) *metav1ac.OwnerReferenceApplyCo
 		WithBlockOwnerDeletion(true)
 }
 
-// HeadlessService gives the data Pods stable DNS names.
-func HeadlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfiguration {
+// headlessService gives the data Pods stable DNS names.
+func headlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(headlessServiceName(kvs), kvs.Namespace).
-		WithLabels(Labels(kvs, ComponentData)).
+		WithLabels(labelsFor(kvs, ComponentData)).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
@@ -77,24 +76,20 @@ func HeadlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfigur
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
-// ClientService is the address clients use: the proxy tier when there is one,
-// otherwise the data replicas.
-func ClientService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfiguration {
-	component := ComponentData
-	if proxyReplicas(kvs) > 0 {
-		component = ComponentProxy
-	}
+// clientService is the address clients use: component is the proxy tier
+// once it is ready (see clientComponent), otherwise the data replicas.
+func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(kvs.Name, kvs.Namespace).
-		WithLabels(Labels(kvs, component)).
+		WithLabels(labelsFor(kvs, component)).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithSelector(selectorLabels(kvs, component)).
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
-// StatefulSet runs the data replicas with one volume each.
-func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
-	labels := Labels(kvs, ComponentData)
+// statefulSet runs the data replicas with one volume each.
+func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
+	labels := labelsFor(kvs, ComponentData)
 	// volumeClaimTemplates is an atomic list: what the API server defaults in
 	// it is stored as part of our applied value. The template carries those
 	// defaults itself (volumeMode, status.phase) and no kind or namespace
@@ -111,14 +106,14 @@ func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 	if sc := kvs.Spec.Storage.StorageClassName; sc != nil {
 		claim.Spec.WithStorageClassName(*sc)
 	}
-	// The store's policy carries over to the StatefulSet; scale-down always
-	// keeps claims, so scaling back up finds the data again.
-	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType {
-		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-	}
+	// The StatefulSet never owns its claims: with whenDeleted: Delete its
+	// controller would put an ownerReference on every claim, and deleting the
+	// StatefulSet of a live store (by hand, a GitOps prune) would then
+	// garbage-collect all data. Only the teardown deletes claims, after the
+	// final backup and a fresh read of the store. Scale-down keeps claims too,
+	// so scaling back up finds the data again.
 	retention := appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
-		WithWhenDeleted(whenDeleted).
+		WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
 		WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
 
 	return appsv1ac.StatefulSet(kvs.Name, kvs.Namespace).
@@ -145,19 +140,19 @@ func StatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 						WithVolumeMounts(corev1ac.VolumeMount().WithName(dataVolumeName).WithMountPath(dataMountPath))))))
 }
 
-// PodDisruptionBudget lets voluntary disruptions take one data replica at a time.
-func PodDisruptionBudget(kvs *v1alpha1.KeyValueStore) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+// podDisruptionBudget lets voluntary disruptions take one data replica at a time.
+func podDisruptionBudget(kvs *v1alpha1.KeyValueStore) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	return policyv1ac.PodDisruptionBudget(kvs.Name, kvs.Namespace).
-		WithLabels(Labels(kvs, ComponentData)).
+		WithLabels(labelsFor(kvs, ComponentData)).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(intstr.FromInt32(1)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentData))))
 }
 
-// ProxyDeployment runs the stateless proxy tier.
-func ProxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
-	labels := Labels(kvs, ComponentProxy)
+// proxyDeployment runs the stateless proxy tier.
+func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
+	labels := labelsFor(kvs, ComponentProxy)
 	image := ""
 	if kvs.Spec.Proxy != nil {
 		image = kvs.Spec.Proxy.Image
@@ -182,9 +177,10 @@ func ProxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 							WithPeriodSeconds(5))))))
 }
 
-// BackupJob runs the final backup once; retries are the controller's, so a
-// failure is seen, reported and backed off rather than retried blindly.
-func BackupJob(kvs *v1alpha1.KeyValueStore) *batchv1ac.JobApplyConfiguration {
+// finalBackupJob runs attempt n of the final backup once; retries are the
+// controller's, so a failure is seen, reported and backed off rather than
+// retried blindly.
+func finalBackupJob(kvs *v1alpha1.KeyValueStore, attempt int) *batchv1ac.JobApplyConfiguration {
 	b := kvs.Spec.Backup
 	container := corev1ac.Container().
 		WithName("backup").
@@ -193,26 +189,27 @@ func BackupJob(kvs *v1alpha1.KeyValueStore) *batchv1ac.JobApplyConfiguration {
 			corev1ac.EnvVar().WithName("KVSTORE_NAME").WithValue(kvs.Name),
 			corev1ac.EnvVar().WithName("KVSTORE_NAMESPACE").WithValue(kvs.Namespace),
 			corev1ac.EnvVar().WithName("KVSTORE_PORT").WithValue(fmt.Sprint(kvs.Spec.Port)),
-			corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(PodDNSNames(kvs), ",")),
+			corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(podDNSNames(kvs), ",")),
 		)
 	if len(b.Command) > 0 {
 		container.WithCommand(b.Command...)
 	}
-	return batchv1ac.Job(backupJobName(kvs), kvs.Namespace).
-		WithLabels(Labels(kvs, ComponentBackup)).
+	return batchv1ac.Job(finalBackupJobName(kvs, attempt), kvs.Namespace).
+		WithLabels(labelsFor(kvs, ComponentBackup)).
+		WithAnnotations(map[string]string{attemptAnnotation: strconv.Itoa(attempt)}).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(batchv1ac.JobSpec().
 			WithBackoffLimit(0).
 			WithActiveDeadlineSeconds(ptr.Deref(b.ActiveDeadlineSeconds, 600)).
 			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(Labels(kvs, ComponentBackup)).
+				WithLabels(labelsFor(kvs, ComponentBackup)).
 				WithSpec(corev1ac.PodSpec().
 					WithRestartPolicy(corev1.RestartPolicyNever).
 					WithContainers(container))))
 }
 
-// PodDNSNames are the stable names of the data replicas.
-func PodDNSNames(kvs *v1alpha1.KeyValueStore) []string {
+// podDNSNames are the stable names of the data replicas.
+func podDNSNames(kvs *v1alpha1.KeyValueStore) []string {
 	n := ptr.Deref(kvs.Spec.Replicas, 0)
 	names := make([]string, 0, n)
 	for i := int32(0); i < n; i++ {

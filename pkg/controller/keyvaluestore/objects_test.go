@@ -14,23 +14,12 @@ import (
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
-func testStore() *v1alpha1.KeyValueStore {
-	return &v1alpha1.KeyValueStore{
-		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: types.UID("uid-1"), Generation: 1},
-		Spec: v1alpha1.KeyValueStoreSpec{
-			Replicas: ptr.To[int32](3),
-			Image:    "redis:7.2",
-			Port:     6379,
-		},
-	}
-}
-
 func TestStatefulSetBuilder(t *testing.T) {
-	kvs := testStore()
+	kvs := newStore()
 	kvs.Spec.Storage.StorageClassName = ptr.To("fast")
-	kvs.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+	withClaimsDeleted(kvs)
 
-	sts := StatefulSet(kvs, 3)
+	sts := statefulSet(kvs, 3)
 	assert.Equal(t, "s", *sts.Name)
 	assert.Equal(t, int32(3), *sts.Spec.Replicas)
 	assert.Equal(t, "s-headless", *sts.Spec.ServiceName)
@@ -49,33 +38,31 @@ func TestStatefulSetBuilder(t *testing.T) {
 	claim := sts.Spec.VolumeClaimTemplates[0]
 	assert.Equal(t, "fast", *claim.Spec.StorageClassName)
 	assert.Equal(t, ManagedBy, claim.Labels[LabelManagedBy], "claims carry the labels the controller finds them by")
-	assert.Equal(t, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
-	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled)
-
-	kvs.Spec.PersistentVolumeClaimRetentionPolicy = nil
-	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *StatefulSet(kvs, 3).Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted)
+	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted,
+		"only the teardown deletes claims")
 }
 
 func TestServicesFollowTheProxyTier(t *testing.T) {
-	kvs := testStore()
-	assert.Equal(t, ComponentData, ClientService(kvs).Spec.Selector[LabelComponent])
-	headless := HeadlessService(kvs)
+	kvs := newStore()
+	assert.Equal(t, ComponentData, clientService(kvs, ComponentData).Spec.Selector[LabelComponent])
+	headless := headlessService(kvs)
 	assert.Equal(t, corev1.ClusterIPNone, *headless.Spec.ClusterIP)
 	assert.True(t, *headless.Spec.PublishNotReadyAddresses)
 
 	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"}
-	assert.Equal(t, ComponentProxy, ClientService(kvs).Spec.Selector[LabelComponent])
-	d := ProxyDeployment(kvs, 2)
+	assert.Equal(t, ComponentProxy, clientService(kvs, ComponentProxy).Spec.Selector[LabelComponent])
+	d := proxyDeployment(kvs, 2)
 	assert.Equal(t, "s-proxy", *d.Name)
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	assert.Equal(t, "envoy:1", *d.Spec.Template.Spec.Containers[0].Image)
 }
 
 func TestBackupJobContract(t *testing.T) {
-	kvs := testStore()
+	kvs := newStore()
 	kvs.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](120)}
-	job := BackupJob(kvs)
-	assert.Equal(t, "s-final-backup", *job.Name)
+	job := finalBackupJob(kvs, 2)
+	assert.Equal(t, "s-final-backup-2", *job.Name)
+	assert.Equal(t, "2", job.Annotations[attemptAnnotation])
 	assert.Equal(t, int32(0), *job.Spec.BackoffLimit, "retries belong to the controller")
 	assert.Equal(t, int64(120), *job.Spec.ActiveDeadlineSeconds)
 	assert.Equal(t, corev1.RestartPolicyNever, *job.Spec.Template.Spec.RestartPolicy)

@@ -58,7 +58,7 @@ func TestObservePhases(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			kvs := testStore()
+			kvs := newStore()
 			sts, err := tc.setup(kvs)
 			st := observe(kvs, sts, nil, err)
 			assert.Equal(t, tc.want, st.Phase)
@@ -73,7 +73,7 @@ func TestObservePhases(t *testing.T) {
 }
 
 func TestObserveReadyRecordsImageAndWaitsForProxy(t *testing.T) {
-	kvs := testStore()
+	kvs := newStore()
 	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptrInt32(2), Image: "envoy:1"}
 	st := observe(kvs, readySts("redis:7.2", 3), nil, nil)
 	assert.Equal(t, v1alpha1.PhaseCreating, st.Phase, "not Ready while the proxy tier is missing")

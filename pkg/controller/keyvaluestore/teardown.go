@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -26,181 +28,289 @@ const (
 	StepScaleDownData  = "TeardownScaleDownData"
 	StepDeleteClaims   = "TeardownDeleteClaims"
 
-	ReasonBackupSucceeded = "FinalBackupSucceeded"
-	ReasonBackupFailed    = "FinalBackupFailed"
-	ReasonBackupSkipped   = "FinalBackupSkipped"
-	// ReasonNamespaceTerminating: no backup Pod can start in a namespace being deleted.
-	ReasonNamespaceTerminating = "NamespaceTerminating"
+	// ReasonPodsStuckTerminating replaces a step's reason while some of the
+	// Pods it waits for have outlived their grace period by stuckAfter.
+	ReasonPodsStuckTerminating = "PodsStuckTerminating"
 )
 
-// waitFallback re-checks a waiting step even if an event were missed; the
-// step's progress normally arrives as Pod or Job events first.
-const waitFallback = 30 * time.Second
+const (
+	// waitFallback re-checks a waiting step even if an event were missed; the
+	// step's progress normally arrives as Pod or Job events first.
+	waitFallback = 30 * time.Second
+	// stuckAfter: a Pod still there this long after its deletion deadline
+	// (deletionTimestamp already includes the grace period) is reported.
+	stuckAfter = 2 * time.Minute
+)
 
-// teardown runs the ordered, resumable pre-delete steps. Each step reads the
-// cluster's state, so a restart or a new leader picks up where it stopped.
+// teardownRun is one pass of the teardown over one store.
+type teardownRun struct {
+	c   *Controller
+	kvs *v1alpha1.KeyValueStore
+	// terminating says the store's namespace is being deleted. Asked only
+	// where it changes something (a wait, a backup), so that a store with
+	// nothing running costs no request to kube-apiserver.
+	terminating func() bool
+}
+
+// teardownStep is one ordered step: done says whether its goal holds (from
+// the cluster's state, so a restart or a new leader resumes where the last
+// one stopped); run moves toward it and says what it then waits for.
+type teardownStep struct {
+	reason string
+	done   func(t *teardownRun) (bool, error)
+	run    func(t *teardownRun, ctx context.Context) (stepWait, error)
+}
+
+// stepWait is what a step waits for: its message, a reason that replaces
+// the step's own, and when to look again if no event comes first.
+type stepWait struct {
+	reason, message string
+	after           time.Duration
+}
+
+// teardownSteps is the order that keeps data safe: clients off (proxy),
+// a final backup while the data tier still runs, then the data tier, and
+// the claims last and only when the store's policy says so.
+var teardownSteps = []teardownStep{
+	{reason: StepScaleDownProxy, done: (*teardownRun).proxyGone, run: (*teardownRun).scaleDownProxy},
+	{reason: StepFinalBackup, done: (*teardownRun).finalBackupDone, run: (*teardownRun).runFinalBackup},
+	{reason: StepScaleDownData, done: (*teardownRun).dataGone, run: (*teardownRun).scaleDownData},
+	{reason: StepDeleteClaims, done: (*teardownRun).claimsGone, run: (*teardownRun).deleteClaims},
+}
+
+// teardown runs the first step whose goal does not hold, and releases the
+// finalizer once every step is done.
+//
+// In a namespace being deleted the namespace controller deletes every Pod
+// and claim itself, in no particular order, and the StatefulSet controller
+// cannot even scale down there (it may need to write a ControllerRevision,
+// which is forbidden): waiting for Pods could hold the namespace for a long
+// time and protects nothing. Teardown then only asks for the scale-downs,
+// skips the backup and releases the store.
 func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) (result, error) {
-	if !hasFinalizer(kvs) {
+	if !slices.Contains(kvs.Finalizers, v1alpha1.TeardownFinalizer) {
 		return result{}, nil
 	}
-	logger := klog.FromContext(ctx)
-	// In a namespace being deleted, the namespace controller deletes every
-	// Pod and claim itself, in no particular order, and the StatefulSet
-	// controller cannot even scale down there (it may need to write a
-	// ControllerRevision, which is forbidden): waiting for Pods could hold
-	// the namespace for a long time and protects nothing. Teardown then only
-	// asks for the scale-down, skips the backup and releases the store.
-	// Asked only where it changes something (a wait, a backup), so that a
-	// store with nothing running costs no request to kube-apiserver.
-	terminating := sync.OnceValue(func() bool { return c.namespaceTerminating(ctx, kvs.Namespace) })
-
-	// 1. Proxy tier to zero, and wait for its Pods to go.
-	if d := c.proxyDeployment(kvs); d != nil && (d.Spec.Replicas == nil || *d.Spec.Replicas != 0) {
-		if err := c.scaleToZero(ctx, "deployments", kvs.Namespace, d.Name); err != nil {
-			return result{}, err
+	t := &teardownRun{c: c, kvs: kvs}
+	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(ctx, kvs.Namespace) })
+	for _, s := range teardownSteps {
+		if ok, err := s.done(t); err != nil || ok {
+			if err != nil {
+				return result{}, fmt.Errorf("%s: %w", s.reason, err)
+			}
+			continue
 		}
-	}
-	if n := c.countPods(kvs, ComponentProxy); n > 0 && !terminating() {
-		return c.waitStep(ctx, kvs, StepScaleDownProxy, fmt.Sprintf("waiting for %d proxy Pods to terminate", n))
-	}
-
-	// 2. Final backup, unless there is none or the user skipped it.
-	if res, done, err := c.finalBackup(ctx, kvs, terminating); !done || err != nil {
-		return res, err
-	}
-
-	// 3. Data tier to zero; the StatefulSet removes Pods highest ordinal first.
-	if sts := c.statefulSet(kvs); sts != nil && (sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0) {
-		if err := c.scaleToZero(ctx, "statefulsets", kvs.Namespace, sts.Name); err != nil {
-			return result{}, err
-		}
-	}
-	if n := c.countPods(kvs, ComponentData); n > 0 && !terminating() {
-		return c.waitStep(ctx, kvs, StepScaleDownData, fmt.Sprintf("waiting for %d data Pods to terminate", n))
-	}
-
-	// 4. Claims only when the policy says Delete; by default data outlives the
-	// store. (In a terminating namespace they go with it.)
-	if p := kvs.Spec.PersistentVolumeClaimRetentionPolicy; p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType && !terminating() {
-		claims, err := c.claims.PersistentVolumeClaims(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentData)))
+		w, err := s.run(t, ctx)
 		if err != nil {
-			return result{}, err
+			return result{}, fmt.Errorf("%s: %w", s.reason, err)
 		}
-		for _, pvc := range claims {
-			if pvc.DeletionTimestamp != nil {
-				continue
-			}
-			err := c.kube.CoreV1().PersistentVolumeClaims(kvs.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return result{}, fmt.Errorf("delete claim %s: %w", pvc.Name, err)
-			}
+		// A step may finish within its run (a backup recorded as done).
+		if ok, err := s.done(t); err == nil && ok {
+			continue
 		}
-		if len(claims) > 0 {
-			c.recorder.Eventf(kvs, corev1.EventTypeNormal, StepDeleteClaims, "Deleted %d PersistentVolumeClaims", len(claims))
-		}
+		return t.wait(ctx, s.reason, w)
 	}
+	return result{}, c.releaseFinalizer(ctx, kvs)
+}
 
-	// 5. Release: remove only our finalizer, and only from the version we
-	// examined, so a concurrent change is seen before the object can go. A
-	// patch, not an update: the informer's copy is trimmed (see
-	// CacheTransform) and must never be written back whole. No status write
-	// for this step: the object is about to disappear.
+// wait records the running step in status and waits for the next event.
+func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (result, error) {
+	if w.reason != "" {
+		reason = w.reason
+	}
+	if w.after == 0 {
+		w.after = waitFallback
+	}
+	st := t.kvs.Status.Phase
+	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		st.Phase = v1alpha1.PhaseTerminating
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+			Reason: reason, Message: w.message, ObservedGeneration: k.Generation})
+		st.ObservedGeneration = k.Generation
+		return st
+	})
+	if err == nil {
+		t.c.recordPhaseChange(t.kvs, st)
+	}
+	return result{requeueAfter: w.after}, err
+}
+
+// releaseFinalizer removes only our finalizer, and only from the version we
+// examined, so a concurrent change is seen before the object can go. A
+// patch, not an update: the informer's copy is trimmed (see CacheTransform)
+// and must never be written back whole. No status write for this step: the
+// object is about to disappear.
+func (c *Controller) releaseFinalizer(ctx context.Context, kvs *v1alpha1.KeyValueStore) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"finalizers":      removeString(kvs.Finalizers, v1alpha1.TeardownFinalizer),
+		"finalizers":      slices.DeleteFunc(slices.Clone(kvs.Finalizers), func(f string) bool { return f == v1alpha1.TeardownFinalizer }),
 		"resourceVersion": kvs.ResourceVersion,
 	}})
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	if _, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Patch(ctx, kvs.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return result{}, nil
+			return nil
 		}
-		return result{}, fmt.Errorf("remove finalizer: %w", err)
+		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	logger.Info("Teardown finished; finalizer released")
-	return result{}, nil
+	klog.FromContext(ctx).Info("Teardown finished; finalizer released")
+	return nil
 }
 
-// finalBackup runs step 2. done is false while the step is not finished.
-func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, terminating func() bool) (res result, done bool, err error) {
-	if kvs.Spec.Backup == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded) {
-		return result{}, true, nil
-	}
-	if cond := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded); cond != nil &&
-		(cond.Reason == ReasonBackupSkipped || cond.Reason == ReasonNamespaceTerminating) {
-		return result{}, true, nil
-	}
-	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
-		return c.skipBackup(ctx, kvs, ReasonBackupSkipped, "final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
-	}
+// Step 1: the proxy tier goes to zero and its Pods go.
 
-	job, err := c.jobs.Jobs(kvs.Namespace).Get(backupJobName(kvs))
-	// A backup that already completed is recorded as such below, even if
-	// the namespace has started terminating since.
-	if done := err == nil && metav1.IsControlledBy(job, kvs) && jobCondition(job, batchv1.JobComplete); !done && terminating() {
-		return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
+func (t *teardownRun) proxyGone() (bool, error) {
+	d := t.c.ownedProxy(t.kvs)
+	if d != nil && ptr.Deref(d.Spec.Replicas, 1) != 0 {
+		return false, nil
 	}
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(job, kvs)) {
-		_, err := c.kube.BatchV1().Jobs(kvs.Namespace).Apply(ctx, BackupJob(kvs), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// The namespace is being deleted: no Pod can start in it and its
-			// namespace controller is removing the data tier and claims anyway,
-			// so waiting would only block the namespace forever.
-			return c.skipBackup(ctx, kvs, ReasonNamespaceTerminating, "final backup impossible: namespace "+kvs.Namespace+" is terminating")
+	return t.podsGone(ComponentProxy)
+}
+
+func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
+	if d := t.c.ownedProxy(t.kvs); d != nil && ptr.Deref(d.Spec.Replicas, 1) != 0 {
+		if err := scaleToZero(ctx, t.c.kube.AppsV1().Deployments(t.kvs.Namespace).Patch, d.Name, d.UID); err != nil {
+			return stepWait{}, fmt.Errorf("scale proxy Deployment %s/%s to 0: %w", t.kvs.Namespace, d.Name, err)
 		}
-		if err != nil {
-			return result{}, false, fmt.Errorf("create backup job: %w", err)
-		}
-		c.recorder.Eventf(kvs, corev1.EventTypeNormal, StepFinalBackup, "Started final backup Job %s", backupJobName(kvs))
-		res, err := c.waitStep(ctx, kvs, StepFinalBackup, "final backup Job started")
-		return res, false, err
 	}
+	return t.waitForPods(ComponentProxy)
+}
+
+// Step 3: the data tier goes to zero (the StatefulSet removes Pods highest
+// ordinal first) and its Pods go.
+
+func (t *teardownRun) dataGone() (bool, error) {
+	sts := t.c.ownedStatefulSet(t.kvs)
+	if sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
+		return false, nil
+	}
+	return t.podsGone(ComponentData)
+}
+
+func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
+	if sts := t.c.ownedStatefulSet(t.kvs); sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
+		if err := scaleToZero(ctx, t.c.kube.AppsV1().StatefulSets(t.kvs.Namespace).Patch, sts.Name, sts.UID); err != nil {
+			return stepWait{}, fmt.Errorf("scale StatefulSet %s/%s to 0: %w", t.kvs.Namespace, sts.Name, err)
+		}
+	}
+	return t.waitForPods(ComponentData)
+}
+
+// patchFunc is the Patch method of a typed client.
+type patchFunc[T any] func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+
+// scaleToZero sets spec.replicas to 0; the uid in the patch is a
+// precondition, so an object replaced under the same name is left alone.
+func scaleToZero[T any](ctx context.Context, patch patchFunc[T], name string, uid types.UID) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "spec": map[string]any{"replicas": 0}})
 	if err != nil {
-		return result{}, false, err
+		return err
 	}
+	_, err = patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
 
-	switch {
-	case jobCondition(job, batchv1.JobComplete):
-		finished := c.now()
-		if job.Status.CompletionTime != nil {
-			finished = *job.Status.CompletionTime
-		}
-		c.recorder.Eventf(kvs, corev1.EventTypeNormal, ReasonBackupSucceeded, "Final backup Job %s succeeded", job.Name)
-		err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-			st := *k.Status.DeepCopy()
-			st.LastBackupTime = &finished
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionTrue,
-				Reason: ReasonBackupSucceeded, Message: "final backup Job " + job.Name + " succeeded", ObservedGeneration: k.Generation})
-			return st
-		})
-		return result{}, err == nil, err
-	case jobCondition(job, batchv1.JobFailed):
-		msg := fmt.Sprintf("final backup Job %s failed (%s); retrying with backoff. To delete without a backup, annotate the store %s=true",
-			job.Name, jobFailureReason(job), v1alpha1.SkipFinalBackupAnnotation)
-		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
-		if err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-			st := *k.Status.DeepCopy()
-			st.Phase = v1alpha1.PhaseTerminating
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionFalse,
-				Reason: ReasonBackupFailed, Message: msg, ObservedGeneration: k.Generation})
-			return st
-		}); err != nil {
-			return result{}, false, err
-		}
-		// Remove the failed run; the rate-limited requeue starts the next one.
-		propagation := metav1.DeletePropagationBackground
-		if err := c.kube.BatchV1().Jobs(kvs.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-			PropagationPolicy: &propagation, Preconditions: &metav1.Preconditions{UID: &job.UID},
-		}); err != nil && !apierrors.IsNotFound(err) {
-			return result{}, false, err
-		}
-		return result{}, false, fmt.Errorf("%s", msg)
-	default:
-		res, err := c.waitStep(ctx, kvs, StepFinalBackup, fmt.Sprintf("waiting for final backup Job %s", job.Name))
-		return res, false, err
+// podsGone fails closed: a failed list is an error, never "no Pods". In a
+// terminating namespace Pods are the namespace controller's to delete.
+func (t *teardownRun) podsGone(component string) (bool, error) {
+	pods, err := t.c.componentPods(t.kvs, component)
+	if err != nil {
+		return false, err
 	}
+	return len(pods) == 0 || t.terminating(), nil
+}
+
+// waitForPods says which Pods the step waits for, naming those stuck
+// terminating (a Node that is gone never confirms their deletion).
+func (t *teardownRun) waitForPods(component string) (stepWait, error) {
+	pods, err := t.c.componentPods(t.kvs, component)
+	if err != nil {
+		return stepWait{}, err
+	}
+	w := stepWait{message: fmt.Sprintf("waiting for %d %s Pods to terminate", len(pods), component)}
+	now := t.c.now()
+	var stuck []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil && now.After(p.DeletionTimestamp.Add(stuckAfter)) {
+			stuck = append(stuck, p.Name)
+		}
+	}
+	if len(stuck) > 0 {
+		slices.Sort(stuck)
+		w.reason = ReasonPodsStuckTerminating
+		w.message += fmt.Sprintf("; stuck terminating for over %s past their grace period: %s. Their Node may be gone: "+
+			"see \"A teardown that does not finish\" in docs/controller.md", stuckAfter, strings.Join(stuck, ", "))
+		t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, ReasonPodsStuckTerminating, w.message)
+	}
+	return w, nil
+}
+
+// componentPods lists a component's Pods from the cache.
+func (c *Controller) componentPods(kvs *v1alpha1.KeyValueStore, component string) ([]*corev1.Pod, error) {
+	pods, err := c.pods.Pods(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, component)))
+	if err != nil {
+		return nil, fmt.Errorf("list %s Pods: %w", component, err)
+	}
+	return pods, nil
+}
+
+// Step 4: claims are deleted only when the policy says Delete; by default
+// data outlives the store. (In a terminating namespace they go with it.)
+
+func (t *teardownRun) claimsGone() (bool, error) {
+	if !deletesClaims(t.kvs) {
+		return true, nil
+	}
+	claims, err := t.liveClaims()
+	if err != nil {
+		return false, err
+	}
+	return len(claims) == 0 || t.terminating(), nil
+}
+
+// deleteClaims re-reads the store from the server, not the cache, right
+// before deleting: only a store that is still this one, still being deleted
+// and still asking for its claims to go loses them.
+func (t *teardownRun) deleteClaims(ctx context.Context) (stepWait, error) {
+	fresh, err := t.c.kvs.KvstoreV1alpha1().KeyValueStores(t.kvs.Namespace).Get(ctx, t.kvs.Name, metav1.GetOptions{})
+	if err != nil {
+		return stepWait{}, fmt.Errorf("re-read the store before deleting claims: %w", err)
+	}
+	if fresh.UID != t.kvs.UID || fresh.DeletionTimestamp == nil || !deletesClaims(fresh) {
+		return stepWait{message: "the store changed; looking again before deleting claims", after: time.Second}, nil
+	}
+	claims, err := t.liveClaims()
+	if err != nil {
+		return stepWait{}, err
+	}
+	for _, pvc := range claims {
+		err := t.c.kube.CoreV1().PersistentVolumeClaims(t.kvs.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return stepWait{}, fmt.Errorf("delete claim %s: %w", pvc.Name, err)
+		}
+	}
+	t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, StepDeleteClaims, "Deleted %d PersistentVolumeClaims (persistentVolumeClaimRetentionPolicy.whenDeleted: Delete)", len(claims))
+	return stepWait{message: fmt.Sprintf("deleted %d PersistentVolumeClaims", len(claims))}, nil
+}
+
+// liveClaims are the data claims not yet being deleted.
+func (t *teardownRun) liveClaims() ([]*corev1.PersistentVolumeClaim, error) {
+	claims, err := t.c.claims.PersistentVolumeClaims(t.kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(t.kvs, ComponentData)))
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	return slices.DeleteFunc(claims, func(c *corev1.PersistentVolumeClaim) bool { return c.DeletionTimestamp != nil }), nil
+}
+
+func deletesClaims(kvs *v1alpha1.KeyValueStore) bool {
+	p := kvs.Spec.PersistentVolumeClaimRetentionPolicy
+	return p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType
 }
 
 // namespaceTerminating reads the namespace (teardown is rare, so no
@@ -208,92 +318,4 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 func (c *Controller) namespaceTerminating(ctx context.Context, name string) bool {
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	return err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating)
-}
-
-// skipBackup records, once, that teardown goes on without a final backup.
-func (c *Controller) skipBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, reason, msg string) (result, bool, error) {
-	c.recorder.Event(kvs, corev1.EventTypeWarning, reason, msg)
-	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		st := *k.Status.DeepCopy()
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionFalse,
-			Reason: reason, Message: msg, ObservedGeneration: k.Generation})
-		return st
-	})
-	return result{}, err == nil, err
-}
-
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-func jobFailureReason(job *batchv1.Job) string {
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason != "" {
-			return c.Reason
-		}
-	}
-	return "Failed"
-}
-
-// waitStep records the running step in status and waits for the next event.
-func (c *Controller) waitStep(ctx context.Context, kvs *v1alpha1.KeyValueStore, step, msg string) (result, error) {
-	return result{requeueAfter: waitFallback}, c.setStep(ctx, kvs, step, msg)
-}
-
-func (c *Controller) setStep(ctx context.Context, kvs *v1alpha1.KeyValueStore, step, msg string) error {
-	return c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		st := *k.Status.DeepCopy()
-		st.Phase = v1alpha1.PhaseTerminating
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
-			Reason: step, Message: msg, ObservedGeneration: k.Generation})
-		st.ObservedGeneration = k.Generation
-		return st
-	})
-}
-
-func (c *Controller) scaleToZero(ctx context.Context, resource, namespace, name string) error {
-	patch := []byte(`{"spec":{"replicas":0}}`)
-	var err error
-	switch resource {
-	case "deployments":
-		_, err = c.kube.AppsV1().Deployments(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	case "statefulsets":
-		_, err = c.kube.AppsV1().StatefulSets(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("scale %s %s/%s to 0: %w", resource, namespace, name, err)
-	}
-	return nil
-}
-
-func (c *Controller) countPods(kvs *v1alpha1.KeyValueStore, component string) int {
-	pods, err := c.pods.Pods(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, component)))
-	if err != nil {
-		return 0
-	}
-	return len(pods)
-}
-
-func hasFinalizer(kvs *v1alpha1.KeyValueStore) bool {
-	for _, f := range kvs.Finalizers {
-		if f == v1alpha1.TeardownFinalizer {
-			return true
-		}
-	}
-	return false
-}
-
-func removeString(in []string, s string) []string {
-	out := make([]string, 0, len(in))
-	for _, v := range in {
-		if v != s {
-			out = append(out, v)
-		}
-	}
-	return out
 }

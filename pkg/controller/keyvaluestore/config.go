@@ -1,0 +1,158 @@
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
+	kvsinformers "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions"
+)
+
+// Config is everything the controller needs to run; Run does the rest
+// (clients, informers, leader election, metrics).
+type Config struct {
+	// Kube reaches kube-apiserver; QPS and Burst are taken as given.
+	Kube *rest.Config
+	// Loopback reaches this server's own API.
+	Loopback *rest.Config
+	// Workers is how many stores reconcile at once.
+	Workers int
+	// LeaderElection makes one replica the writer.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Watchdog, if set, fails the replica's liveness when it holds the Lease
+	// but stopped renewing it. It must already be registered as a check.
+	Watchdog *leaderelection.HealthzAdaptor
+}
+
+// NewWatchdog returns the leader-election liveness check to register on the
+// server before it starts and to pass back in Config.Watchdog.
+func NewWatchdog() *leaderelection.HealthzAdaptor {
+	return leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+}
+
+// Run blocks until ctx ends: with leader election it runs the controller
+// only while this replica leads, and exits the process if it loses the Lease.
+func (cfg Config) Run(ctx context.Context) error {
+	registerMetrics()
+	logger := klog.FromContext(ctx).WithName("controller")
+	kube, kvs, err := cfg.clients()
+	if err != nil {
+		return err
+	}
+	if !cfg.LeaderElection.LeaderElect {
+		return cfg.runController(ctx, kube, kvs)
+	}
+
+	hostname, _ := os.Hostname()
+	identity := hostname + "_" + string(uuid.NewUUID())
+	le := cfg.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            le.ResourceName,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		WatchDog:        cfg.Watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Became leader; starting the controller", "identity", identity)
+				if err := cfg.runController(ctx, kube, kvs); err != nil {
+					logger.Error(err, "Controller stopped")
+				}
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() != nil {
+					logger.Info("Shutting down; leader Lease released", "identity", identity)
+					return
+				}
+				// Another replica may already be writing: stop at once.
+				logger.Error(nil, "Lost the leader Lease; exiting so that only one controller writes", "identity", identity)
+				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("Another replica leads", "leader", id)
+				}
+			},
+		},
+	})
+	return nil
+}
+
+// clients speak protobuf: smaller and cheaper than JSON on both wires.
+func (cfg Config) clients() (kubernetes.Interface, versioned.Interface, error) {
+	kubeConfig := rest.CopyConfig(cfg.Kube)
+	kubeConfig.ContentType = runtime.ContentTypeProtobuf
+	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kubeConfig = rest.AddUserAgent(kubeConfig, FieldManager)
+	kube, err := kubernetes.NewForConfig(kubeConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube client: %w", err)
+	}
+	loopback := rest.CopyConfig(cfg.Loopback)
+	loopback.ContentType = runtime.ContentTypeProtobuf
+	loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// Loopback: gzip would only cost CPU at both ends of the same process.
+	loopback.DisableCompression = true
+	kvs, err := versioned.NewForConfig(loopback)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kvstore client: %w", err)
+	}
+	return kube, kvs, nil
+}
+
+// runController starts informers and workers and blocks until ctx ends.
+func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, kvs versioned.Interface) error {
+	leader.Set(1)
+	defer leader.Set(0)
+	kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = LabelManagedBy + "=" + ManagedBy
+		}),
+		kubeinformers.WithTransform(CacheTransform))
+	kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0, kvsinformers.WithTransform(CacheTransform))
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: FieldManager})
+
+	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, recorder)
+	if err != nil {
+		return err
+	}
+	kubeInf.Start(ctx.Done())
+	kvsInf.Start(ctx.Done())
+	defer kubeInf.Shutdown()
+	defer kvsInf.Shutdown()
+	return ctrl.Run(ctx, cfg.Workers)
+}

@@ -1,0 +1,588 @@
+package keyvaluestore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	kvsfake "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/fake"
+	kvsinformers "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions"
+)
+
+// fixture is a controller over fake clientsets whose informer caches are
+// filled by hand (sample-controller style): sync runs once per call, and
+// the test asserts on the write actions it sent.
+type fixture struct {
+	t        *testing.T
+	kube     *kubefake.Clientset
+	kvs      *kvsfake.Clientset
+	kubeInf  kubeinformers.SharedInformerFactory
+	kvsInf   kvsinformers.SharedInformerFactory
+	recorder *record.FakeRecorder
+	c        *Controller
+	now      time.Time
+}
+
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{t: t, now: testNow}
+	f.kube = kubefake.NewClientset(objs...)
+	f.kvs = kvsfake.NewClientset(store)
+	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	f.kvsInf = kvsinformers.NewSharedInformerFactory(f.kvs, 0)
+	f.recorder = record.NewFakeRecorder(100)
+	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.recorder)
+	require.NoError(t, err)
+	c.now = func() metav1.Time { return metav1.NewTime(f.now) }
+	f.c = c
+	f.cache(store)
+	for _, o := range objs {
+		f.cache(o)
+	}
+	return f
+}
+
+// cache puts obj into its informer's store, as a watch event would.
+func (f *fixture) cache(obj runtime.Object) {
+	f.t.Helper()
+	var inf cache.SharedIndexInformer
+	switch obj.(type) {
+	case *v1alpha1.KeyValueStore:
+		inf = f.kvsInf.Kvstore().V1alpha1().KeyValueStores().Informer()
+	case *appsv1.StatefulSet:
+		inf = f.kubeInf.Apps().V1().StatefulSets().Informer()
+	case *appsv1.Deployment:
+		inf = f.kubeInf.Apps().V1().Deployments().Informer()
+	case *corev1.Service:
+		inf = f.kubeInf.Core().V1().Services().Informer()
+	case *policyv1.PodDisruptionBudget:
+		inf = f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer()
+	case *corev1.Pod:
+		inf = f.kubeInf.Core().V1().Pods().Informer()
+	case *corev1.PersistentVolumeClaim:
+		inf = f.kubeInf.Core().V1().PersistentVolumeClaims().Informer()
+	case *batchv1.Job:
+		inf = f.kubeInf.Batch().V1().Jobs().Informer()
+	default:
+		f.t.Fatalf("no informer for %T", obj)
+	}
+	require.NoError(f.t, inf.GetIndexer().Update(obj))
+}
+
+// refreshCache copies what the fake servers now hold into the caches, as
+// the informers would after the controller's writes.
+func (f *fixture) refreshCache(ns string) {
+	f.t.Helper()
+	ctx := context.Background()
+	stores, err := f.kvs.KvstoreV1alpha1().KeyValueStores(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range stores.Items {
+		f.cache(&stores.Items[i])
+	}
+	sts, err := f.kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range sts.Items {
+		f.cache(&sts.Items[i])
+	}
+	ds, err := f.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range ds.Items {
+		f.cache(&ds.Items[i])
+	}
+	svcs, err := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range svcs.Items {
+		f.cache(&svcs.Items[i])
+	}
+	pdbs, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range pdbs.Items {
+		f.cache(&pdbs.Items[i])
+	}
+	jobs, err := f.kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range jobs.Items {
+		f.cache(&jobs.Items[i])
+	}
+}
+
+// sync runs one reconcile of the store and returns its result.
+func (f *fixture) sync(kvs *v1alpha1.KeyValueStore) (result, error) {
+	f.t.Helper()
+	f.kube.ClearActions()
+	f.kvs.ClearActions()
+	return f.c.sync(context.Background(), kvs.Namespace+"/"+kvs.Name)
+}
+
+// action is a write, as "verb resource[/subresource] name".
+func describe(a core.Action) string {
+	res := a.GetResource().Resource
+	if a.GetSubresource() != "" {
+		res += "/" + a.GetSubresource()
+	}
+	name := ""
+	switch a := a.(type) {
+	case core.CreateAction:
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			name = m.GetName()
+		}
+	case core.UpdateAction:
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			name = m.GetName()
+		}
+	case core.PatchAction:
+		name = a.GetName()
+		if a.GetPatchType() == types.ApplyPatchType {
+			return "apply " + res + " " + name
+		}
+	case core.DeleteAction:
+		name = a.GetName()
+	}
+	return a.GetVerb() + " " + res + " " + name
+}
+
+// writes are the write actions sent to kube-apiserver and to our API.
+func (f *fixture) writes() (kube, kvs []string) {
+	for _, set := range []struct {
+		actions []core.Action
+		out     *[]string
+	}{{f.kube.Actions(), &kube}, {f.kvs.Actions(), &kvs}} {
+		for _, a := range set.actions {
+			switch a.GetVerb() {
+			case "get", "list", "watch":
+				continue
+			}
+			*set.out = append(*set.out, describe(a))
+		}
+	}
+	return kube, kvs
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// stored is the store as the fake server holds it.
+func (f *fixture) stored(kvs *v1alpha1.KeyValueStore) *v1alpha1.KeyValueStore {
+	f.t.Helper()
+	got, err := f.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(context.Background(), kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return got
+}
+
+// newStore is the one KeyValueStore fixture; opts adjust it.
+func newStore(opts ...func(*v1alpha1.KeyValueStore)) *v1alpha1.KeyValueStore {
+	kvs := &v1alpha1.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: types.UID("uid-1"), Generation: 1,
+			Finalizers: []string{v1alpha1.TeardownFinalizer}},
+		Spec: v1alpha1.KeyValueStoreSpec{Replicas: ptr.To[int32](3), Image: "redis:7.2", Port: 6379},
+	}
+	kvs.Spec.Storage.VolumeSize.Set(1 << 30)
+	for _, o := range opts {
+		o(kvs)
+	}
+	return kvs
+}
+
+func withProxy(replicas int32) func(*v1alpha1.KeyValueStore) {
+	return func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To(replicas), Image: "envoy:1"}
+	}
+}
+
+func withBackup(k *v1alpha1.KeyValueStore) {
+	k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup"}}
+}
+
+func withClaimsDeleted(k *v1alpha1.KeyValueStore) {
+	k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+}
+
+func deleting(k *v1alpha1.KeyValueStore) {
+	k.DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(-time.Minute)))
+}
+
+// markReady gives the cached StatefulSet (and proxy Deployment) the status
+// of a fully rolled-out workload.
+func (f *fixture) markReady(kvs *v1alpha1.KeyValueStore) {
+	f.t.Helper()
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	n := ptr.Deref(sts.Spec.Replicas, 1)
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, UpdatedReplicas: n,
+		CurrentRevision: "r1", UpdateRevision: "r1"}
+	_, err = f.kube.AppsV1().StatefulSets(kvs.Namespace).UpdateStatus(ctx, sts, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	if d, err := f.kube.AppsV1().Deployments(kvs.Namespace).Get(ctx, proxyName(kvs), metav1.GetOptions{}); err == nil {
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
+		_, err = f.kube.AppsV1().Deployments(kvs.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		require.NoError(f.t, err)
+	}
+	f.refreshCache(kvs.Namespace)
+}
+
+func TestSyncCreatesOwnedObjectsThenWritesNothing(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, own := f.writes()
+	assert.Equal(t, []string{
+		"apply services s-headless",
+		"apply statefulsets s",
+		"apply poddisruptionbudgets s",
+		"apply services s",
+	}, kube)
+	assert.Equal(t, []string{"update keyvaluestores/status s"}, own)
+	assert.Equal(t, v1alpha1.PhaseCreating, f.stored(kvs).Status.Phase)
+	ev := strings.Join(f.events(), "\n")
+	assert.Contains(t, ev, "Normal Created Created StatefulSet s")
+	assert.Contains(t, ev, "Normal Creating Phase new -> Creating")
+
+	// Unchanged: the caches now hold what was applied; nothing is written.
+	f.refreshCache(kvs.Namespace)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, own = f.writes()
+	assert.Empty(t, kube, "an unchanged store sends no apply")
+	assert.Empty(t, own, "an unchanged status is not written")
+	assert.Empty(t, f.events(), "no event for a reconcile that changed nothing")
+
+	// Ready: one status write, one phase event.
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, own = f.writes()
+	assert.Empty(t, kube)
+	assert.Equal(t, []string{"update keyvaluestores/status s"}, own)
+	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Normal Ready Phase Creating -> Ready")
+}
+
+func TestSyncRepairsDrift(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.refreshCache(kvs.Namespace)
+
+	// Someone scales the StatefulSet by hand: the field changes owner.
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	sts.Spec.Replicas = ptr.To[int32](1)
+	_, err = f.kube.AppsV1().StatefulSets("ns").Update(ctx, sts, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"apply statefulsets s"}, kube)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Normal Updated Updated StatefulSet s")
+	sts, err = f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), *sts.Spec.Replicas)
+}
+
+// Item 1: the StatefulSet never owns claims, whatever the store's policy.
+func TestStatefulSetNeverOwnsClaims(t *testing.T) {
+	for _, kvs := range []*v1alpha1.KeyValueStore{newStore(), newStore(withClaimsDeleted)} {
+		p := statefulSet(kvs, 3).Spec.PersistentVolumeClaimRetentionPolicy
+		assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *p.WhenDeleted)
+		assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *p.WhenScaled)
+	}
+}
+
+// Item 6: an object with a derived name that the store does not control is
+// never applied over; status and an event name it.
+func TestSyncRefusesObjectInTheWay(t *testing.T) {
+	kvs := newStore()
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "other"}}
+	f := newFixture(t, kvs, foreign)
+	f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(foreign) // unlabelled: not in the filtered cache
+
+	res, err := f.sync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, waitFallback, res.requeueAfter)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply services s", "the foreign Service is not taken over")
+	st := f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+	p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, p)
+	assert.Equal(t, ReasonObjectInTheWay, p.Reason)
+	assert.Contains(t, p.Message, "Service ns/s already exists and is not controlled by this KeyValueStore")
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ObjectInTheWay Service ns/s")
+
+	// Controlled by another store (an earlier one of the same name): refused too.
+	other := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "x",
+		Labels:          labelsFor(kvs, ComponentData),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kvstore.io/v1alpha1", Kind: "KeyValueStore", Name: "s", UID: "old-uid", Controller: ptr.To(true)}}}}
+	assert.False(t, ours(other, kvs))
+	other.OwnerReferences = nil
+	assert.True(t, ours(other, kvs), "an orphan with the store's labels is found by name and labels")
+}
+
+// Item 5: the client Service moves to the proxy only once it is ready, and
+// back to the data tier before the proxy Deployment goes.
+func TestClientServiceFollowsAReadyProxy(t *testing.T) {
+	kvs := newStore(withProxy(2))
+	f := newFixture(t, kvs)
+	selector := func() string {
+		svc, err := f.kube.CoreV1().Services("ns").Get(context.Background(), "s", metav1.GetOptions{})
+		require.NoError(t, err)
+		return svc.Spec.Selector[LabelComponent]
+	}
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, ComponentData, selector(), "no proxy yet")
+
+	f.markReady(kvs) // data tier ready: the proxy Deployment is created
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply deployments s-proxy")
+	assert.Equal(t, ComponentData, selector(), "the proxy is not ready: clients stay on the data tier")
+
+	f.markReady(kvs) // proxy ready
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, ComponentProxy, selector())
+
+	// Proxy turned off: the Service switches back first, then the Deployment goes.
+	f.refreshCache("ns")
+	off := f.stored(kvs)
+	off.Spec.Proxy.Replicas = ptr.To[int32](0)
+	off.Generation++
+	f.cache(off)
+	_, err = f.sync(off)
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Equal(t, []string{"apply services s", "delete deployments s-proxy"}, kube)
+	assert.Equal(t, ComponentData, selector())
+}
+
+// Item 8 and the restart test: every step of the teardown, one pass at a
+// time, each pass resuming from the cluster's state alone.
+func TestTeardownStepsInOrder(t *testing.T) {
+	kvs := newStore(withProxy(1), withBackup, withClaimsDeleted)
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.markReady(kvs)
+	podOf := func(component, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labelsFor(kvs, component)}}
+	}
+	proxyPod, dataPod := podOf(ComponentProxy, "s-proxy-abc"), podOf(ComponentData, "s-0")
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s-0", Namespace: "ns", UID: "pvc-1", Labels: labelsFor(kvs, ComponentData)}}
+	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(context.Background(), claim, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.cache(proxyPod)
+	f.cache(dataPod)
+	f.cache(claim)
+
+	gone := f.stored(kvs)
+	deleting(gone)
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	step := func() ([]string, string) {
+		t.Helper()
+		f.refreshCache("ns")
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		st := f.stored(kvs).Status
+		p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+		if p == nil {
+			return kube, ""
+		}
+		return kube, p.Reason
+	}
+
+	kube, reason := step()
+	assert.Equal(t, []string{"patch deployments s-proxy"}, kube, "proxy scaled to zero first")
+	assert.Equal(t, StepScaleDownProxy, reason)
+	kube, reason = step()
+	assert.Empty(t, kube, "waits for the proxy Pod: nothing else happens")
+	assert.Equal(t, StepScaleDownProxy, reason)
+
+	// A proxy Pod stuck terminating is reported, not waited on silently.
+	proxyPod.DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(-stuckAfter - time.Minute)))
+	f.cache(proxyPod)
+	_, reason = step()
+	assert.Equal(t, ReasonPodsStuckTerminating, reason)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning PodsStuckTerminating")
+
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(proxyPod))
+	kube, reason = step()
+	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube, "backup after the proxy is gone, data tier untouched")
+	assert.Equal(t, StepFinalBackup, reason)
+
+	// Restart: a new controller over the same cluster state resumes.
+	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.recorder)
+	require.NoError(t, err)
+	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
+	kube, reason = step()
+	assert.Empty(t, kube, "a restarted controller waits for the running Job, starts no second one")
+	assert.Equal(t, StepFinalBackup, reason)
+
+	f.finishJob("s-final-backup-1", batchv1.JobComplete)
+	kube, reason = step()
+	assert.Equal(t, []string{"patch statefulsets s"}, kube, "data tier scaled down after the backup")
+	assert.Equal(t, StepScaleDownData, reason)
+	assert.True(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded))
+
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(dataPod))
+	kube, reason = step()
+	assert.Equal(t, []string{"delete persistentvolumeclaims data-s-0"}, kube)
+	assert.Equal(t, StepDeleteClaims, reason)
+	var read bool
+	for _, a := range f.kvs.Actions() {
+		read = read || (a.GetVerb() == "get" && a.GetResource().Resource == "keyvaluestores")
+	}
+	assert.True(t, read, "the store is re-read from the server before claims are deleted")
+
+	require.NoError(t, f.kubeInf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Delete(claim))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Equal(t, []string{"patch keyvaluestores s"}, own, "finalizer released last")
+	assert.NotContains(t, f.stored(kvs).Finalizers, v1alpha1.TeardownFinalizer)
+}
+
+// finishJob marks a Job Complete or Failed at f.now.
+func (f *fixture) finishJob(name string, cond batchv1.JobConditionType) {
+	f.t.Helper()
+	ctx := context.Background()
+	job, err := f.kube.BatchV1().Jobs("ns").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: cond, Status: corev1.ConditionTrue,
+		Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(f.now)})
+	if cond == batchv1.JobComplete {
+		job.Status.CompletionTime = ptr.To(metav1.NewTime(f.now))
+	}
+	_, err = f.kube.BatchV1().Jobs("ns").UpdateStatus(ctx, job, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+}
+
+// Item 4: a failing final backup is retried with exponential backoff, one
+// Warning event per failed attempt, the attempts in status; never a loop.
+func TestFailingFinalBackupBacksOff(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube)
+
+	backoffs := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}
+	for i, backoff := range backoffs {
+		attempt := i + 1
+		f.finishJob(finalBackupJobName(kvs, attempt), batchv1.JobFailed)
+		f.refreshCache("ns")
+		f.events()
+
+		// Failure seen: recorded once, nothing started before the backoff.
+		for range 3 {
+			res, err := f.sync(f.stored(kvs))
+			require.NoError(t, err, "a failed backup is not a sync error: the rate limiter must not drive retries")
+			kube, _ := f.writes()
+			assert.Empty(t, kube, "attempt %d: no new Job before the backoff", attempt)
+			assert.Equal(t, backoff, res.requeueAfter)
+			f.refreshCache("ns")
+		}
+		ev := f.events()
+		require.Len(t, ev, 1, "one Warning event per failed attempt")
+		assert.Contains(t, ev[0], "Warning FinalBackupFailed")
+		c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
+		require.NotNil(t, c)
+		assert.Contains(t, c.Message, "attempt "+strconv.Itoa(attempt)+" failed (BackoffLimitExceeded")
+
+		f.now = f.now.Add(backoff)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "apply jobs "+finalBackupJobName(kvs, attempt+1))
+		sts, _ := f.kube.AppsV1().StatefulSets("ns").List(context.Background(), metav1.ListOptions{})
+		assert.Empty(t, sts.Items, "no data-tier step runs while the backup has not succeeded")
+		f.refreshCache("ns")
+	}
+	// Only the newest failed Jobs are kept.
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "delete jobs "+finalBackupJobName(kvs, 1))
+	assert.Equal(t, 5*time.Minute, backupBackoff(10))
+
+	// The skip annotation is the documented abort.
+	skip := f.stored(kvs)
+	skip.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+	f.cache(skip)
+	_, err = f.sync(skip)
+	require.NoError(t, err)
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
+	assert.Equal(t, ReasonBackupSkipped, c.Reason)
+}
+
+// failingPodLister fails every list, as a broken cache would.
+type failingPodLister struct{ corelisters.PodLister }
+
+func (failingPodLister) Pods(string) corelisters.PodNamespaceLister { return failingPodLister{} }
+func (failingPodLister) List(labels.Selector) ([]*corev1.Pod, error) {
+	return nil, errors.New("cache unavailable")
+}
+func (failingPodLister) Get(string) (*corev1.Pod, error) { return nil, errors.New("cache unavailable") }
+
+// Item 8: a failed Pod list never counts as "no Pods".
+func TestTeardownFailsClosedOnListErrors(t *testing.T) {
+	kvs := newStore(deleting)
+	f := newFixture(t, kvs)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}}
+	f.cache(sts)
+	f.c.pods = failingPodLister{}
+	_, err := f.sync(kvs)
+	require.Error(t, err)
+	_, own := f.writes()
+	assert.Empty(t, own, "the finalizer stays when Pods cannot be counted")
+}

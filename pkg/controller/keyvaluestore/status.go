@@ -1,0 +1,186 @@
+package keyvaluestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// Condition reasons.
+const (
+	ReasonAllReplicasReady = "AllReplicasReady"
+	ReasonReplicasNotReady = "ReplicasNotReady"
+	ReasonCreating         = "Creating"
+	ReasonRollingOut       = "RollingOut"
+	ReasonRolloutComplete  = "RolloutComplete"
+	ReasonReplicasLost     = "ReplicasLost"
+	ReasonAsExpected       = "AsExpected"
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonPaused           = "Paused"
+	// ReasonObjectInTheWay: an object with a derived name exists that the
+	// store does not control; the message names it.
+	ReasonObjectInTheWay = "ObjectInTheWay"
+)
+
+// observe computes status from the store's StatefulSet and proxy Deployment.
+func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error) v1alpha1.KeyValueStoreStatus {
+	st := *kvs.Status.DeepCopy()
+	desired := ptr.Deref(kvs.Spec.Replicas, 1)
+	gen := kvs.Generation
+
+	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, 0
+	if sts != nil {
+		st.Replicas = sts.Status.Replicas
+		st.ReadyReplicas = min(sts.Status.ReadyReplicas, st.Replicas)
+		st.UpdatedReplicas = min(sts.Status.UpdatedReplicas, st.Replicas)
+	}
+	st.ProxyReadyReplicas = 0
+	if proxy != nil {
+		st.ProxyReadyReplicas = proxy.Status.ReadyReplicas
+	}
+	st.Selector = labels.SelectorFromSet(selectorLabels(kvs, ComponentData)).String()
+
+	image := kvs.Spec.Image
+	if kvs.Spec.Paused && sts != nil {
+		image = "" // a paused store is judged on what runs, not on the spec
+	}
+	dataReady := statefulSetReady(sts, image, desired)
+	proxyReady := deploymentReady(proxy, proxyReplicas(kvs))
+	// currentImage is recorded only when the whole store is Ready, so it also
+	// says the store has been Ready before (Upgrading and Degraded need that).
+	if dataReady && proxyReady {
+		st.CurrentImage = sts.Spec.Template.Spec.Containers[0].Image
+	}
+	wasReady := st.CurrentImage != ""
+	readyGeneration := int64(-1)
+	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil &&
+		p.Status == metav1.ConditionFalse && p.Reason == ReasonRolloutComplete {
+		readyGeneration = p.ObservedGeneration
+	}
+
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if sts != nil && st.ReadyReplicas >= desired {
+		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, ReasonAllReplicasReady, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
+	} else {
+		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, ReasonReplicasNotReady, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
+	}
+
+	degraded := false
+	var inTheWay *objectInTheWayError
+	switch {
+	case errors.As(applyErr, &inTheWay):
+		st.Phase = v1alpha1.PhaseFailed
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonObjectInTheWay, applyErr.Error())
+	case isPermanent(applyErr):
+		st.Phase = v1alpha1.PhaseFailed
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonApplyFailed, applyErr.Error())
+	case dataReady && proxyReady:
+		st.Phase = v1alpha1.PhaseReady
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete, "all replicas run the current spec and are ready")
+	case kvs.Spec.Paused && sts == nil:
+		st.Phase = v1alpha1.PhasePending
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "paused before any workload was created")
+	case wasReady && gen != readyGeneration:
+		st.Phase = v1alpha1.PhaseUpgrading
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
+	case wasReady:
+		// Same spec that was once fully ready: replicas were lost.
+		st.Phase = v1alpha1.PhaseDegraded
+		degraded = true
+	default:
+		st.Phase = v1alpha1.PhaseCreating
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonCreating, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
+	}
+	if degraded {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d data replicas ready", st.ReadyReplicas, desired))
+	} else {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
+	}
+	// Last: observedGeneration says the whole status reflects this generation.
+	st.ObservedGeneration = gen
+	return st
+}
+
+// isPermanent says an apply error will not go away by retrying the same spec
+// (the cluster refuses it), so the store is Failed until the spec changes.
+func isPermanent(err error) bool {
+	return err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err))
+}
+
+// updateStatus writes status through /status when compute gives something
+// new, recomputing on the latest object after a conflict.
+func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueStore, compute func(*v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus) error {
+	client := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		st := compute(kvs)
+		if apiequality.Semantic.DeepEqual(kvs.Status, st) {
+			return nil
+		}
+		next := kvs.DeepCopy()
+		next.Status = st
+		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) {
+			if fresh, getErr := client.Get(ctx, kvs.Name, metav1.GetOptions{}); getErr == nil {
+				*kvs = *fresh
+			}
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("update status: %w", err)
+		}
+		*kvs = *updated
+		return nil
+	})
+}
+
+// recordPhaseChange tells `kubectl describe` the store's story: one event
+// per phase transition, none for a reconcile that changed nothing.
+func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alpha1.KeyValueStorePhase) {
+	after := kvs.Status.Phase
+	if after == before || after == "" {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if after == v1alpha1.PhaseFailed || after == v1alpha1.PhaseDegraded {
+		eventType = corev1.EventTypeWarning
+	}
+	from := string(before)
+	if from == "" {
+		from = "new"
+	}
+	msg := fmt.Sprintf("Phase %s -> %s", from, after)
+	if p := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Message != "" {
+		msg += ": " + p.Message
+	}
+	c.recorder.Event(kvs, eventType, string(after), msg)
+}
+
+// setCondition records cond in status, and reports whether it changed
+// anything but lastTransitionTime (so that its event is sent once).
+func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (bool, error) {
+	cond.ObservedGeneration = kvs.Generation
+	if old := meta.FindStatusCondition(kvs.Status.Conditions, cond.Type); old != nil &&
+		old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+		return false, nil
+	}
+	return true, c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		cond.ObservedGeneration = k.Generation
+		meta.SetStatusCondition(&st.Conditions, cond)
+		return st
+	})
+}
