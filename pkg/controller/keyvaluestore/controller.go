@@ -123,8 +123,10 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 			},
 		},
 		pdbs: ownedKind[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]{
-			kind:   "PodDisruptionBudget",
-			cached: func(ns, name string) (*policyv1.PodDisruptionBudget, error) { return pdbLister.PodDisruptionBudgets(ns).Get(name) },
+			kind: "PodDisruptionBudget",
+			cached: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
+				return pdbLister.PodDisruptionBudgets(ns).Get(name)
+			},
 			live: func(ctx context.Context, ns, name string) (*policyv1.PodDisruptionBudget, error) {
 				return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
 			},

@@ -20,7 +20,9 @@ const maxDNSLabel = 63
 func headlessServiceName(kvs *v1alpha1.KeyValueStore) string {
 	return boundedName(kvs.Name, "-headless", maxDNSLabel)
 }
-func proxyName(kvs *v1alpha1.KeyValueStore) string { return boundedName(kvs.Name, "-proxy", maxDNSLabel) }
+func proxyName(kvs *v1alpha1.KeyValueStore) string {
+	return boundedName(kvs.Name, "-proxy", maxDNSLabel)
+}
 
 // finalBackupJobName names attempt n (from 1) of the final backup; each
 // attempt is a Job of its own so a failed one stays for its logs.
