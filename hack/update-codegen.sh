@@ -3,19 +3,28 @@
 # conversions, OpenAPI, clientset, listers, informers, apply configurations)
 # with the k8s.io/code-generator version go.mod pins, read from the module cache.
 #
-# Protobuf needs protoc: hack/lib/protoc.sh installs Debian's protobuf-compiler
-# when it is missing.
+# Protobuf needs protoc, a prerequisite this script never installs:
+# hack/lib/protoc.sh fails with what to install when it is missing
+# (docs/local-development.md).
+#
+# KVSTORE_CODEGEN_BIN overrides where the generators are installed
+# (hack/verify-codegen.sh runs this script in a temporary copy of the tree).
 #
 # UPDATE_API_KNOWN_VIOLATIONS=true accepts a changed OpenAPI violation report.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
+# Every temporary file lives in one folder removed on exit, also those of
+# kube_codegen.sh, which leaves its OpenAPI violation report in TMPDIR.
+WORK_DIR=$(mktemp -d)
+trap 'rm -rf "${WORK_DIR}"' EXIT
+export TMPDIR="${WORK_DIR}"
 MODULE=$(go list -m)
 go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # Generators install under the project's own folder, not the user's GOPATH.
-export GOBIN="${ROOT}/_output/codegen-bin"
+export GOBIN="${KVSTORE_CODEGEN_BIN:-${ROOT}/_output/codegen-bin}"
 
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
@@ -61,9 +70,7 @@ gen_protobuf() {
     return 1
   fi
 
-  PROTO_TREE=$(mktemp -d)
-  trap 'rm -rf "${PROTO_TREE}"' EXIT
-  local tree="${PROTO_TREE}"
+  local tree="${WORK_DIR}/proto-tree"
   mkdir -p "${tree}/$(dirname "${MODULE}")" "${tree}/k8s.io" "${tree}/github.com/gogo"
   ln -s "${ROOT}" "${tree}/${MODULE}"
   ln -s "${apimachinery_dir}" "${tree}/k8s.io/apimachinery"

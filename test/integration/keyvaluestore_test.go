@@ -173,6 +173,12 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 			k.Spec.Backup = &v1alpha1.BackupSpec{ActiveDeadlineSeconds: ptr.To[int64](-1)}
 		},
 			[]string{"spec.backup.image", "spec.backup.activeDeadlineSeconds"}},
+		{"backup command too long", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup", strings.Repeat("x", 4097)}}
+		}, []string{"spec.backup.command[1]"}},
+		{"backup command too many entries", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: make([]string, 65)}
+		}, []string{"spec.backup.command"}},
 		{"name too long", func(k *v1alpha1.KeyValueStore) { k.Name = strings.Repeat("a", 53) }, []string{"metadata.name"}},
 		{"several at once", func(k *v1alpha1.KeyValueStore) { k.Spec.Image = ""; k.Spec.Port = -1 }, []string{"spec.image", "spec.port"}},
 	}

@@ -35,7 +35,8 @@ type KeyValueStoreSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the container image of the data replicas, for example
-	// "redis:7.2". Changing it rolls the StatefulSet one Pod at a time.
+	// "redis:7.2", at most 512 bytes. Changing it rolls the StatefulSet one
+	// Pod at a time.
 	Image string `json:"image"`
 
 	// Port is the TCP port the data replicas listen on, from 1 to 65535.
@@ -76,8 +77,9 @@ type StorageSpec struct {
 	// +optional
 	Size resource.Quantity `json:"size,omitempty"`
 
-	// StorageClassName is the StorageClass of the volumes. When unset the
-	// cluster's default StorageClass is used.
+	// StorageClassName is the StorageClass of the volumes, a DNS-1123
+	// subdomain of at most 253 characters. When unset the cluster's default
+	// StorageClass is used.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
@@ -89,20 +91,22 @@ type ProxySpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Image is the proxy's container image. Required when replicas > 0.
+	// Image is the proxy's container image, at most 512 bytes. Required when
+	// replicas > 0.
 	// +optional
 	Image string `json:"image,omitempty"`
 }
 
 // BackupSpec describes the final backup Job run before teardown.
 type BackupSpec struct {
-	// Image is the container image of the backup Job.
+	// Image is the container image of the backup Job, at most 512 bytes.
 	Image string `json:"image"`
 
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
 	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	"github.com/kvstore-io/kvstore-apiserver/pkg/admission/quota"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	kvsopenapi "github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
@@ -80,6 +82,13 @@ func NewOptions() *Options {
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	// Unprivileged port: the server runs as non-root.
 	o.RecommendedOptions.SecureServing.BindPort = 8443
+	// ResourceQuota object counts of our resources (count/keyvaluestores.kvstore.io)
+	// can only be enforced here; off until enabled with
+	// --enable-admission-plugins=ResourceQuota (see pkg/admission/quota).
+	quota.Register(o.RecommendedOptions.Admission)
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		return []admission.PluginInitializer{quota.Initializer{}}, nil
+	}
 	// Close open watches (the aggregator keeps several) at shutdown instead of
 	// waiting for them to time out, so a stopping replica exits in seconds.
 	o.ServerRun.ShutdownWatchTerminationGracePeriod = 5 * time.Second

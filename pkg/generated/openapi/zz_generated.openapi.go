@@ -108,7 +108,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"image": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Image is the container image of the backup Job.",
+							Description: "Image is the container image of the backup Job, at most 512 bytes.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -121,7 +121,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).",
+							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas). At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -265,7 +265,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 					},
 					"image": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Image is the container image of the data replicas, for example \"redis:7.2\". Changing it rolls the StatefulSet one Pod at a time.",
+							Description: "Image is the container image of the data replicas, for example \"redis:7.2\", at most 512 bytes. Changing it rolls the StatefulSet one Pod at a time.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -460,7 +460,7 @@ func schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref common.ReferenceCallback) co
 					},
 					"image": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Image is the proxy's container image. Required when replicas > 0.",
+							Description: "Image is the proxy's container image, at most 512 bytes. Required when replicas > 0.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -486,7 +486,7 @@ func schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref common.ReferenceCallback) 
 					},
 					"storageClassName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StorageClassName is the StorageClass of the volumes. When unset the cluster's default StorageClass is used.",
+							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -14,7 +14,8 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 )
 
-// REST is the keyvaluestores resource.
+// REST is the keyvaluestores resource. Its Delete and DeleteCollection
+// (delete.go) decide which deletions the ordered teardown allows.
 type REST struct {
 	*genericregistry.Store
 }

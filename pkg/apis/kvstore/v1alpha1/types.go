@@ -37,7 +37,8 @@ type KeyValueStoreSpec struct {
 	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 
 	// Image is the container image of the data replicas, for example
-	// "redis:7.2". Changing it rolls the StatefulSet one Pod at a time.
+	// "redis:7.2", at most 512 bytes. Changing it rolls the StatefulSet one
+	// Pod at a time.
 	Image string `json:"image" protobuf:"bytes,2,opt,name=image"`
 
 	// Port is the TCP port the data replicas listen on, from 1 to 65535.
@@ -83,8 +84,9 @@ type StorageSpec struct {
 	// +optional
 	VolumeSize resource.Quantity `json:"size,omitempty" protobuf:"bytes,1,opt,name=size"`
 
-	// StorageClassName is the StorageClass of the volumes. When unset the
-	// cluster's default StorageClass is used.
+	// StorageClassName is the StorageClass of the volumes, a DNS-1123
+	// subdomain of at most 253 characters. When unset the cluster's default
+	// StorageClass is used.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty" protobuf:"bytes,2,opt,name=storageClassName"`
 }
@@ -97,20 +99,22 @@ type ProxySpec struct {
 	// +default=0
 	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 
-	// Image is the proxy's container image. Required when replicas > 0.
+	// Image is the proxy's container image, at most 512 bytes. Required when
+	// replicas > 0.
 	// +optional
 	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
 }
 
 // BackupSpec describes the final backup Job run before teardown.
 type BackupSpec struct {
-	// Image is the container image of the backup Job.
+	// Image is the container image of the backup Job, at most 512 bytes.
 	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
 
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
 	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`

@@ -5,9 +5,11 @@ package validation
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -19,12 +21,28 @@ import (
 // Limits of the API. MaxNameLength keeps every derived name valid: the
 // StatefulSet's controller-revision-hash label "<name>-<10 chars>" must fit a
 // 63-character label value, as must the headless Service "<name>-headless".
+//
+// Every string and list of the spec is bounded, so a store costs a known
+// amount of etcd, watch-cache and controller memory however it was written.
+// The backup command is copied into a Job's container: its limits are far
+// above any real backup invocation and far below the 1.5 MiB object limit.
 const (
 	MinReplicas      = 1
 	MaxReplicas      = 9
 	MaxProxyReplicas = 20
 	MaxNameLength    = 52
 	maxImageLength   = 512
+
+	MaxBackupCommandEntries    = 64
+	MaxBackupCommandEntryBytes = 4096
+	MaxBackupCommandBytes      = 32 * 1024
+
+	// Status is written by the controller only; its bounds are generous
+	// enough that the controller never trips them (it reports four
+	// condition types and the image of the StatefulSet it manages).
+	maxConditions     = 16
+	maxStatusImage    = 4096
+	maxSelectorLength = 4096
 )
 
 var (
@@ -43,6 +61,13 @@ var (
 	validRetentionPolicies = sets.New(
 		kvstore.RetainPersistentVolumeClaimRetentionPolicyType,
 		kvstore.DeletePersistentVolumeClaimRetentionPolicyType)
+
+	// The garbage collector's finalizers. Orphaning would leave the data tier
+	// running without the teardown; foreground deletion would let the
+	// collector delete the workloads while the teardown still needs them. A
+	// delete never sets them (the registry serves every delete as a
+	// background one), and neither may a client.
+	garbageCollectorFinalizers = sets.New(metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents)
 )
 
 // ValidateName checks a KeyValueStore name: a DNS-1035 label short enough for
@@ -63,6 +88,7 @@ func ValidateName(name string, prefix bool) []string {
 // ValidateKeyValueStore validates a whole object, as on create.
 func ValidateKeyValueStore(kvs *kvstore.KeyValueStore) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&kvs.ObjectMeta, true, ValidateName, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateNoGarbageCollectorFinalizers(kvs.Finalizers, nil, field.NewPath("metadata", "finalizers"))...)
 	allErrs = append(allErrs, ValidateKeyValueStoreSpec(&kvs.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -70,15 +96,41 @@ func ValidateKeyValueStore(kvs *kvstore.KeyValueStore) field.ErrorList {
 // ValidateKeyValueStoreUpdate validates an update of the spec and metadata.
 func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateNoGarbageCollectorFinalizers(newObj.Finalizers, oldObj.Finalizers, field.NewPath("metadata", "finalizers"))...)
 	specPath := field.NewPath("spec")
-	allErrs = append(allErrs, ValidateKeyValueStoreSpec(&newObj.Spec, specPath)...)
+	allErrs = append(allErrs, validateSpec(&newObj.Spec, &oldObj.Spec, specPath)...)
 	// A StatefulSet's volumeClaimTemplates cannot change, so neither can storage.
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(newObj.Spec.Storage, oldObj.Spec.Storage, specPath.Child("storage"))...)
 	return allErrs
 }
 
+// validateNoGarbageCollectorFinalizers refuses the orphan and
+// foregroundDeletion finalizers unless the stored object already had them
+// (written before they were refused), so such an object can still be updated.
+func validateNoGarbageCollectorFinalizers(finalizers, oldFinalizers []string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	old := sets.New(oldFinalizers...)
+	for _, f := range finalizers {
+		if garbageCollectorFinalizers.Has(f) && !old.Has(f) {
+			allErrs = append(allErrs, field.Forbidden(fldPath, fmt.Sprintf(
+				"%q may not be set on a KeyValueStore: its deletion always runs the ordered teardown, "+
+					"and its dependents are removed after it (delete it normally; claims are kept by default)", f)))
+		}
+	}
+	return allErrs
+}
+
 // ValidateKeyValueStoreSpec validates the desired state.
 func ValidateKeyValueStoreSpec(spec *kvstore.KeyValueStoreSpec, fldPath *field.Path) field.ErrorList {
+	return validateSpec(spec, nil, fldPath)
+}
+
+// validateSpec validates spec; oldSpec is the stored spec on update, nil on
+// create. Size limits added after stores were written ratchet: a value the
+// update leaves as it is stays accepted, so such a store can still be
+// updated and, above all, released by its teardown (which removes the
+// finalizer through an update).
+func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 
 	if spec.Replicas == nil {
@@ -96,8 +148,13 @@ func ValidateKeyValueStoreSpec(spec *kvstore.KeyValueStoreSpec, fldPath *field.P
 		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), spec.Storage.Size.String(), "must be greater than zero"))
 	}
 	if sc := spec.Storage.StorageClassName; sc != nil {
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(*sc) {
-			allErrs = append(allErrs, field.Invalid(storagePath.Child("storageClassName"), *sc, msg))
+		scPath := storagePath.Child("storageClassName")
+		if len(*sc) > utilvalidation.DNS1123SubdomainMaxLength {
+			allErrs = append(allErrs, field.TooLong(scPath, *sc, utilvalidation.DNS1123SubdomainMaxLength))
+		} else {
+			for _, msg := range utilvalidation.IsDNS1123Subdomain(*sc) {
+				allErrs = append(allErrs, field.Invalid(scPath, *sc, msg))
+			}
 		}
 	}
 
@@ -121,16 +178,45 @@ func ValidateKeyValueStoreSpec(spec *kvstore.KeyValueStoreSpec, fldPath *field.P
 		if b.ActiveDeadlineSeconds != nil && *b.ActiveDeadlineSeconds <= 0 {
 			allErrs = append(allErrs, field.Invalid(backupPath.Child("activeDeadlineSeconds"), *b.ActiveDeadlineSeconds, "must be greater than zero"))
 		}
-		for i, arg := range b.Command {
-			if i == 0 && arg == "" {
-				allErrs = append(allErrs, field.Invalid(backupPath.Child("command").Index(i), arg, "must not be empty"))
-			}
-		}
+		unchanged := oldSpec != nil && oldSpec.Backup != nil && slices.Equal(oldSpec.Backup.Command, b.Command)
+		allErrs = append(allErrs, validateBackupCommand(b.Command, unchanged, backupPath.Child("command"))...)
 	}
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,
 			sets.List(validRetentionPolicies)))
+	}
+	return allErrs
+}
+
+// validateBackupCommand checks the command, and its size limits unless it is
+// unchanged from the stored one.
+func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path) field.ErrorList {
+	if unchanged {
+		if len(command) > 0 && command[0] == "" {
+			return field.ErrorList{field.Invalid(fldPath.Index(0), command[0], "must not be empty")}
+		}
+		return nil
+	}
+	if n := len(command); n > MaxBackupCommandEntries {
+		// One error, not one per oversized entry of an oversized list.
+		return field.ErrorList{field.TooMany(fldPath, n, MaxBackupCommandEntries)}
+	}
+	var allErrs field.ErrorList
+	total := 0
+	for i, arg := range command {
+		total += len(arg)
+		switch {
+		case len(arg) > MaxBackupCommandEntryBytes:
+			allErrs = append(allErrs, field.TooLong(fldPath.Index(i), arg, MaxBackupCommandEntryBytes))
+		case i == 0 && arg == "":
+			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg, "must not be empty"))
+		}
+	}
+	if total > MaxBackupCommandBytes {
+		tooLong := field.TooLong(fldPath, command, MaxBackupCommandBytes)
+		tooLong.Detail = fmt.Sprintf("all entries together may not be more than %d bytes", MaxBackupCommandBytes)
+		allErrs = append(allErrs, tooLong)
 	}
 	return allErrs
 }
@@ -180,6 +266,16 @@ func ValidateKeyValueStoreStatus(status *kvstore.KeyValueStoreStatus, fldPath *f
 	if status.UpdatedReplicas > status.Replicas {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("updatedReplicas"), status.UpdatedReplicas, "cannot be greater than status.replicas"))
 	}
-	allErrs = append(allErrs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
+	if len(status.CurrentImage) > maxStatusImage {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("currentImage"), status.CurrentImage, maxStatusImage))
+	}
+	if len(status.Selector) > maxSelectorLength {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("selector"), status.Selector, maxSelectorLength))
+	}
+	if n := len(status.Conditions); n > maxConditions {
+		allErrs = append(allErrs, field.TooMany(fldPath.Child("conditions"), n, maxConditions))
+	} else {
+		allErrs = append(allErrs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
+	}
 	return allErrs
 }

@@ -44,6 +44,7 @@ func invalid(path string) fieldErr      { return fieldErr{field.ErrorTypeInvalid
 func required(path string) fieldErr     { return fieldErr{field.ErrorTypeRequired, path} }
 func notSupported(path string) fieldErr { return fieldErr{field.ErrorTypeNotSupported, path} }
 func tooLong(path string) fieldErr      { return fieldErr{field.ErrorTypeTooLong, path} }
+func tooMany(path string) fieldErr      { return fieldErr{field.ErrorTypeTooMany, path} }
 func forbidden(path string) fieldErr    { return fieldErr{field.ErrorTypeForbidden, path} }
 
 const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -153,11 +154,20 @@ func TestValidateKeyValueStore(t *testing.T) {
 		{name: "storage class underscore", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("fast_ssd") }, want: expect(invalid("spec.storage.storageClassName"))},
 		{name: "storage class empty string", mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("") }, want: expect(invalid("spec.storage.storageClassName"))},
 		{
-			name: "storage class too long and so two messages",
+			name:   "storage class of 253 characters",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 253)) },
+		},
+		{
+			name:   "storage class of 254 characters",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 254)) },
+			want:   expect(tooLong("spec.storage.storageClassName")),
+		},
+		{
+			name: "storage class too long is one error, not also the DNS ones",
 			mutate: func(k *kvstore.KeyValueStore) {
 				k.Spec.Storage.StorageClassName = ptr.To(strings.Repeat("a", 254) + "-")
 			},
-			want: expect(invalid("spec.storage.storageClassName"), invalid("spec.storage.storageClassName")),
+			want: expect(tooLong("spec.storage.storageClassName")),
 		},
 
 		// spec.proxy.
@@ -253,6 +263,84 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{}}
 			},
 		},
+		{
+			name: "backup command of 64 entries",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(64, 1)}
+			},
+		},
+		{
+			name: "backup command of 65 entries",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(65, 1)}
+			},
+			want: expect(tooMany("spec.backup.command")),
+		},
+		{
+			name: "backup command too many entries is one error, not one per entry",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(1000, 5000)}
+			},
+			want: expect(tooMany("spec.backup.command")),
+		},
+		{
+			name: "backup command entry of 4096 bytes",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", strings.Repeat("x", 4096)}}
+			},
+		},
+		{
+			name: "backup command entry of 4097 bytes",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", strings.Repeat("x", 4097)}}
+			},
+			want: expect(tooLong("spec.backup.command[1]")),
+		},
+		{
+			name: "backup command entry limit counts bytes, not characters",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", strings.Repeat("é", 2049)}}
+			},
+			want: expect(tooLong("spec.backup.command[1]")),
+		},
+		{
+			name: "backup command of 32 KiB in total",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(8, 4096)}
+			},
+		},
+		{
+			name: "backup command over 32 KiB in total",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: append(repeatedArgs(8, 4096), "x")}
+			},
+			want: expect(tooLong("spec.backup.command")),
+		},
+		{
+			name: "backup command entry and total too long",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: append(repeatedArgs(8, 4096), strings.Repeat("x", 4097))}
+			},
+			want: expect(tooLong("spec.backup.command[8]"), tooLong("spec.backup.command")),
+		},
+
+		// metadata.finalizers: not the garbage collector's.
+		{
+			name:   "other finalizers are allowed",
+			mutate: func(k *kvstore.KeyValueStore) { k.Finalizers = []string{"example.com/keep", kvstore.TeardownFinalizer} },
+		},
+		{
+			name:   "orphan finalizer",
+			mutate: func(k *kvstore.KeyValueStore) { k.Finalizers = []string{metav1.FinalizerOrphanDependents} },
+			want:   expect(forbidden("metadata.finalizers")),
+		},
+		{
+			name: "foregroundDeletion finalizer",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Finalizers = []string{"example.com/keep", metav1.FinalizerDeleteDependents}
+			},
+			want: expect(forbidden("metadata.finalizers")),
+		},
 
 		// spec.persistentVolumeClaimRetentionPolicy.whenDeleted.
 		{
@@ -315,6 +403,39 @@ func TestValidateKeyValueStore(t *testing.T) {
 			assert.Equal(t, want, summarize(errs), "errors: %v", errs)
 		})
 	}
+}
+
+// repeatedArgs returns n command entries of size bytes each.
+func repeatedArgs(n, size int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strings.Repeat("a", size)
+	}
+	return out
+}
+
+func TestValidateLimitMessages(t *testing.T) {
+	kvs := validKVS()
+	kvs.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: append(repeatedArgs(8, 4096), strings.Repeat("x", 4097))}
+	kvs.Finalizers = []string{metav1.FinalizerOrphanDependents}
+	byField := map[string]*field.Error{}
+	for _, e := range ValidateKeyValueStore(kvs) {
+		byField[e.Field] = e
+	}
+	require.Contains(t, byField, "spec.backup.command[8]")
+	assert.Equal(t, "may not be more than 4096 bytes", byField["spec.backup.command[8]"].Detail)
+	assert.Equal(t, "<value omitted>", byField["spec.backup.command[8]"].BadValue, "an oversized value is not echoed back")
+	require.Contains(t, byField, "spec.backup.command")
+	assert.Equal(t, "all entries together may not be more than 32768 bytes", byField["spec.backup.command"].Detail)
+	require.Contains(t, byField, "metadata.finalizers")
+	assert.Contains(t, byField["metadata.finalizers"].Detail, `"orphan" may not be set`)
+
+	kvs = validKVS()
+	kvs.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(65, 1)}
+	errs := ValidateKeyValueStore(kvs)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "must have at most 64 items", errs[0].Detail)
+	assert.Equal(t, 65, errs[0].BadValue)
 }
 
 func TestValidateImageForms(t *testing.T) {
@@ -509,6 +630,51 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 		assert.Contains(t, errs[0].Detail, "immutable")
 	})
 
+	for _, f := range []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents} {
+		t.Run("adding "+f+" is forbidden", func(t *testing.T) {
+			newObj, oldObj := updatable()
+			newObj.Finalizers = append(newObj.Finalizers, f)
+			errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+			assert.Equal(t, expect(forbidden("metadata.finalizers")), summarize(errs), "errors: %v", errs)
+		})
+		t.Run("keeping a stored "+f+" is allowed", func(t *testing.T) {
+			newObj, oldObj := updatable()
+			oldObj.Finalizers = append(oldObj.Finalizers, f)
+			newObj.Finalizers = append(newObj.Finalizers, f)
+			newObj.Labels = map[string]string{"team": "a"}
+			assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj))
+		})
+	}
+
+	t.Run("an oversized stored backup command left as it is is accepted", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		oldObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(65, 5000)}
+		newObj.Spec.Backup = oldObj.Spec.Backup.DeepCopy()
+		newObj.Finalizers = nil // what the teardown does last
+		newObj.Labels = map[string]string{"team": "a"}
+		assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj))
+	})
+	t.Run("an oversized stored backup command that changes is refused", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		oldObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(65, 1)}
+		newObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(66, 1)}
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		assert.Equal(t, expect(tooMany("spec.backup.command")), summarize(errs), "errors: %v", errs)
+	})
+	t.Run("an unchanged command still needs a non-empty command[0]", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		oldObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{""}}
+		newObj.Spec.Backup = oldObj.Spec.Backup.DeepCopy()
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		assert.Equal(t, expect(invalid("spec.backup.command[0]")), summarize(errs), "errors: %v", errs)
+	})
+	t.Run("a new command on update is bounded", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		newObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", strings.Repeat("x", 4097)}}
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		assert.Equal(t, expect(tooLong("spec.backup.command[1]")), summarize(errs), "errors: %v", errs)
+	})
+
 	t.Run("no new finalizers while deleting", func(t *testing.T) {
 		newObj, oldObj := updatable()
 		now := metav1.Now()
@@ -670,6 +836,37 @@ func TestValidateKeyValueStoreStatusUpdate(t *testing.T) {
 				}
 			},
 			want: expect(fieldErr{field.ErrorTypeDuplicate, "status.conditions[1]"}),
+		},
+		{
+			name:   "currentImage of 4096 bytes",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.CurrentImage = strings.Repeat("i", 4096) },
+		},
+		{
+			name:   "currentImage of 4097 bytes",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.CurrentImage = strings.Repeat("i", 4097) },
+			want:   expect(tooLong("status.currentImage")),
+		},
+		{
+			name:   "selector of 4097 bytes",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = strings.Repeat("s", 4097) },
+			want:   expect(tooLong("status.selector")),
+		},
+		{
+			name: "16 conditions",
+			mutate: func(k *kvstore.KeyValueStore) {
+				for i := range 16 {
+					k.Status.Conditions = append(k.Status.Conditions, validCondition(fmt.Sprintf("Type%d", i)))
+				}
+			},
+		},
+		{
+			name: "17 conditions",
+			mutate: func(k *kvstore.KeyValueStore) {
+				for i := range 17 {
+					k.Status.Conditions = append(k.Status.Conditions, validCondition(fmt.Sprintf("Type%d", i)))
+				}
+			},
+			want: expect(tooMany("status.conditions")),
 		},
 		{
 			name: "spec is not validated by /status",

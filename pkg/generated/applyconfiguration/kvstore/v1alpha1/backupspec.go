@@ -23,12 +23,13 @@ package v1alpha1
 //
 // BackupSpec describes the final backup Job run before teardown.
 type BackupSpecApplyConfiguration struct {
-	// Image is the container image of the backup Job.
+	// Image is the container image of the backup Job, at most 512 bytes.
 	Image *string `json:"image,omitempty"`
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
 	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
 	Command []string `json:"command,omitempty"`
 	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
 	// seconds. After it the backup counts as failed.

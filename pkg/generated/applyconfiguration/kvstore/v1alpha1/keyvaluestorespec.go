@@ -27,7 +27,8 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// An odd number is recommended: an even one adds no quorum.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Image is the container image of the data replicas, for example
-	// "redis:7.2". Changing it rolls the StatefulSet one Pod at a time.
+	// "redis:7.2", at most 512 bytes. Changing it rolls the StatefulSet one
+	// Pod at a time.
 	Image *string `json:"image,omitempty"`
 	// Port is the TCP port the data replicas listen on, from 1 to 65535.
 	Port *int32 `json:"port,omitempty"`

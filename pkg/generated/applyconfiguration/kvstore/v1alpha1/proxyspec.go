@@ -26,7 +26,8 @@ type ProxySpecApplyConfiguration struct {
 	// Replicas is the number of proxy Pods, from 0 to 20. Zero means no proxy
 	// tier.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Image is the proxy's container image. Required when replicas > 0.
+	// Image is the proxy's container image, at most 512 bytes. Required when
+	// replicas > 0.
 	Image *string `json:"image,omitempty"`
 }
 

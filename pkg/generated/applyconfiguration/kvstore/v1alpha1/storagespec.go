@@ -34,8 +34,9 @@ type StorageSpecApplyConfiguration struct {
 	// every message type a Size() method, which a field named Size would clash
 	// with. The JSON and protobuf name stays "size".
 	VolumeSize *resource.Quantity `json:"size,omitempty"`
-	// StorageClassName is the StorageClass of the volumes. When unset the
-	// cluster's default StorageClass is used.
+	// StorageClassName is the StorageClass of the volumes, a DNS-1123
+	// subdomain of at most 253 characters. When unset the cluster's default
+	// StorageClass is used.
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
