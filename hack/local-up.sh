@@ -5,9 +5,14 @@
 # etcd, registered through an APIService.
 #
 #   hack/local-up.sh run    # foreground; Ctrl-C tears everything down
-#   hack/local-up.sh up     # background; state under _output/local
+#   hack/local-up.sh up     # background; state under _output/local. On a
+#                           # running stack it starts only what is not running.
 #   hack/local-up.sh down   # stop a background stack (by PID files)
 #   hack/local-up.sh restart-kvstore   # rebuild-and-restart only kvstore-apiserver
+#
+# A PID file is trusted only while the process it names still has the
+# command line recorded when it was started (pids/NAME.cmdline): a PID that
+# the kernel reused for another process is never signalled.
 #
 # Binaries come from hack/build-tools.sh and `make build`.
 set -o errexit -o nounset -o pipefail
@@ -35,11 +40,84 @@ log() { echo ">> $*" >&2; }
 die() { echo "local-up: $*" >&2; exit 1; }
 kubectl() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG_ADMIN}" "$@"; }
 
-# start NAME CMD...: runs CMD in its own session, logging to logs/NAME.log.
+# STARTED lists what this invocation started; a failing `up` stops only those.
+STARTED=()
+
+# binary_of NAME: the binary a component runs.
+binary_of() {
+  case "$1" in
+    etcd-*) echo etcd ;;
+    kvstore-apiserver*) echo kvstore-apiserver ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# pid_of NAME: the PID in pids/NAME.pid; fails without a valid one.
+pid_of() {
+  local pid
+  pid=$(cat "${PIDS}/$1.pid" 2>/dev/null) || return 1
+  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+  echo "${pid}"
+}
+
+# ours NAME: pids/NAME.pid names a live process that this stack started: its
+# command line is byte for byte the one recorded at start (PID files without
+# a record, from older scripts, fall back to the executable's path). A zombie
+# has an empty command line, so it never matches.
+ours() {
+  local pid exe
+  pid=$(pid_of "$1") || return 1
+  if [[ -f "${PIDS}/$1.cmdline" ]]; then
+    # Not cmp: /proc files report size 0, and cmp -s trusts sizes.
+    [[ "$(tr '\0' '\n' 2>/dev/null < "/proc/${pid}/cmdline")" == "$(tr '\0' '\n' < "${PIDS}/$1.cmdline")" ]]
+  else
+    exe=$(readlink "/proc/${pid}/exe" 2>/dev/null) || return 1
+    [[ "${exe% (deleted)}" == "$(readlink -f "${BIN}/$(binary_of "$1")")" ]]
+  fi
+}
+
+# start NAME CMD...: runs CMD in its own session, logging to logs/NAME.log,
+# and records its PID and command line.
 start() {
   local name=$1; shift
+  printf '%s\0' "$@" > "${PIDS}/${name}.cmdline"
   setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
   echo $! > "${PIDS}/${name}.pid"
+  STARTED+=("${name}")
+  # Until setsid has exec'd CMD, the PID shows this shell's command line.
+  local _
+  for _ in $(seq 1 40); do ours "${name}" && return 0; kill -0 $! 2>/dev/null || break; sleep 0.05; done
+  ours "${name}" || die "${name} exited at once; the end of ${LOGS}/${name}.log:
+$(tail -n 5 "${LOGS}/${name}.log")"
+}
+
+# ensure NAME FUNC [ARGS...]: FUNC ARGS starts NAME, unless it is running.
+ensure() {
+  local name=$1; shift
+  if ours "${name}"; then
+    log "${name} is running (PID $(pid_of "${name}"))"
+    if [[ "$(readlink "/proc/$(pid_of "${name}")/exe" 2>/dev/null)" == *" (deleted)" ]]; then
+      log "  note: its binary was rebuilt since it started; restart it to run the new one (hack/local-up.sh restart-kvstore for kvstore-apiserver)"
+    fi
+    return 0
+  fi
+  if [[ -f "${PIDS}/${name}.pid" ]]; then
+    log "${name}: PID $(cat "${PIDS}/${name}.pid") is gone or no longer ${name}; starting it again"
+  else
+    log "starting ${name}"
+  fi
+  rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.cmdline"
+  "$@"
+}
+
+# check_started: dies at once, with its log, if something started by this
+# invocation has exited (e.g. its port is taken), instead of timing out.
+check_started() {
+  local n
+  for n in "${STARTED[@]}"; do
+    ours "$n" || die "${n} exited; the end of ${LOGS}/${n}.log:
+$(tail -n 5 "${LOGS}/${n}.log")"
+  done
 }
 
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
@@ -47,29 +125,57 @@ wait_for() {
   local what=$1 timeout=$2; shift 2
   local deadline=$((SECONDS + timeout))
   until "$@" >/dev/null 2>&1; do
+    check_started
     if (( SECONDS > deadline )); then die "timed out after ${timeout}s waiting for ${what}; logs in ${LOGS}"; fi
     sleep 0.5
   done
 }
 
+# stop_one NAME: SIGTERM, then SIGKILL after 15 s, to the process of
+# pids/NAME.pid, and only while it is still the process this stack started.
 stop_one() {
-  local name=$1 pidfile="${PIDS}/$1.pid" pid
-  [[ -f "${pidfile}" ]] || return 0
-  pid=$(cat "${pidfile}")
-  if kill -0 "${pid}" 2>/dev/null; then
+  local name=$1 pid _
+  pid=$(pid_of "${name}") || { rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.cmdline"; return 0; }
+  if ours "${name}"; then
     kill -TERM "${pid}" 2>/dev/null || true
-    for _ in $(seq 1 60); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.25; done
-    if kill -0 "${pid}" 2>/dev/null; then log "${name} did not stop; killing"; kill -KILL "${pid}" 2>/dev/null || true; fi
+    for _ in $(seq 1 60); do ours "${name}" || break; sleep 0.25; done
+    if ours "${name}"; then
+      log "${name} did not stop; killing"
+      kill -KILL "${pid}" 2>/dev/null || true
+      for _ in $(seq 1 20); do ours "${name}" || break; sleep 0.25; done
+    fi
+  elif [[ -d "/proc/${pid}" ]]; then
+    log "${name}: PID ${pid} is another process now; not signalled"
   fi
-  rm -f "${pidfile}"
+  rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.cmdline"
+}
+
+# Clients first, then kube-apiserver, then the etcds: each then exits quickly.
+stop_order() {
+  (cd "${PIDS}" 2>/dev/null && ls kvstore-apiserver*.pid 2>/dev/null | sed 's/\.pid$//') || true
+  echo kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kube
 }
 
 down() {
-  # Clients first, then kube-apiserver, then the etcds: each then exits quickly.
   local n
-  for n in $(cd "${PIDS}" 2>/dev/null && ls kvstore-apiserver*.pid 2>/dev/null | sed 's/\.pid$//') kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kube; do
-    stop_one "$n"
+  for n in $(stop_order); do stop_one "$n"; done
+}
+
+# stop_started: what this invocation started, in stop order.
+stop_started() {
+  local n s
+  for n in $(stop_order); do
+    for s in "${STARTED[@]}"; do
+      if [[ "$n" == "$s" ]]; then stop_one "$n"; fi
+    done
   done
+}
+
+# running_any: whether any component of the stack is running.
+running_any() {
+  local n
+  for n in $(stop_order); do ours "$n" && return 0; done
+  return 1
 }
 
 check_binaries() {
@@ -79,46 +185,41 @@ check_binaries() {
   done
 }
 
-start_etcd() { # name client-port
-  local name=$1 port=$2
+# start_etcd NAME CLIENT-PORT [FLAGS...]: one member; peer port +1, metrics +100.
+start_etcd() {
+  local name=$1 port=$2; shift 2
   start "${name}" "${BIN}/etcd" --name "${name}" --data-dir "${STATE}/${name}" \
+    --listen-metrics-urls "http://127.0.0.1:$((port + 100))" --log-level warn "$@" ${ETCD_EXTRA_FLAGS:-}
+}
+
+start_etcd_kube() {
+  local port=${KUBE_ETCD_PORT}
+  start_etcd etcd-kube "${port}" \
     --listen-client-urls "http://127.0.0.1:${port}" --advertise-client-urls "http://127.0.0.1:${port}" \
     --listen-peer-urls "http://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
-    --initial-cluster "${name}=http://127.0.0.1:$((port + 1))" \
-    --listen-metrics-urls "http://127.0.0.1:$((port + 100))" --log-level warn ${ETCD_EXTRA_FLAGS:-}
+    --initial-cluster "etcd-kube=http://127.0.0.1:$((port + 1))"
 }
 
-start_kvstore() { # name port [flags...]
-  local name=$1 port=$2; shift 2
-  start "${name}" "${BIN}/kvstore-apiserver" \
-    --bind-address 127.0.0.1 --secure-port "${port}" \
-    --tls-cert-file "${CERTS}/kvstore-apiserver-serving.crt" --tls-private-key-file "${CERTS}/kvstore-apiserver-serving.key" \
-    --etcd-servers "http://127.0.0.1:${KVSTORE_ETCD_PORT}" \
-    --kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
-    --authentication-kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
-    --authorization-kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
-    "$@"
+# kvstore-apiserver's etcd, as in artifacts/base: TLS on the client and peer
+# ports, and only certificates of its own CA get in.
+start_etcd_kvstore() {
+  local port=${KVSTORE_ETCD_PORT} c="${CERTS}/kvstore-etcd"
+  start_etcd etcd-kvstore "${port}" \
+    --listen-client-urls "https://127.0.0.1:${port}" --advertise-client-urls "https://127.0.0.1:${port}" \
+    --cert-file "${c}-server.crt" --key-file "${c}-server.key" --trusted-ca-file "${c}-ca.crt" --client-cert-auth \
+    --listen-peer-urls "https://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "https://127.0.0.1:$((port + 1))" \
+    --peer-cert-file "${c}-peer.crt" --peer-key-file "${c}-peer.key" --peer-trusted-ca-file "${c}-ca.crt" \
+    --peer-client-cert-auth --peer-cert-allowed-cn kvstore-etcd-peer \
+    --initial-cluster "etcd-kvstore=https://127.0.0.1:$((port + 1))"
 }
 
-up() {
-  check_binaries
-  if [[ -f "${PIDS}/kube-apiserver.pid" ]] && kill -0 "$(cat "${PIDS}/kube-apiserver.pid")" 2>/dev/null; then
-    die "a local stack is already running (make down first)"
-  fi
-  local t0=${SECONDS}
-  mkdir -p "${LOGS}" "${PIDS}"
-  make_certs "${CERTS}"
-  local k="https://127.0.0.1:${KUBE_APISERVER_PORT}" n
-  make_kubeconfig "${KUBECONFIG_ADMIN}" "$k" "${CERTS}/ca.crt" "${CERTS}/admin.crt" "${CERTS}/admin.key"
-  for n in kube-controller-manager kube-scheduler kwok kvstore-apiserver; do
-    make_kubeconfig "${STATE}/${n}.kubeconfig" "$k" "${CERTS}/ca.crt" "${CERTS}/${n}.crt" "${CERTS}/${n}.key"
-  done
-
-  log "starting etcd (kube) and etcd (kvstore)"
-  start_etcd etcd-kube "${KUBE_ETCD_PORT}"
-  start_etcd etcd-kvstore "${KVSTORE_ETCD_PORT}"
-
-  log "starting kube-apiserver"
+# KUBE_APISERVER_EXTRA_FLAGS, e.g.
+# --enable-admission-plugins=OwnerReferencesPermissionEnforcement to check
+# the controller's RBAC on keyvaluestores/finalizers. Not on by default: that
+# plugin refuses the controller's writes whenever kvstore.io is not
+# discoverable, and the leader-election test stops the only replica the
+# local APIService reaches.
+start_kube_apiserver() {
   start kube-apiserver "${BIN}/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:${KUBE_ETCD_PORT}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${KUBE_APISERVER_PORT}" \
@@ -135,11 +236,11 @@ up() {
     --requestheader-group-headers X-Remote-Group \
     --requestheader-extra-headers-prefix X-Remote-Extra- \
     --proxy-client-cert-file "${CERTS}/front-proxy-client.crt" --proxy-client-key-file "${CERTS}/front-proxy-client.key" \
-    --enable-aggregator-routing=false
-  wait_for "kube-apiserver /readyz" 90 kubectl get --raw /readyz
+    --enable-aggregator-routing=false ${KUBE_APISERVER_EXTRA_FLAGS:-}
+}
 
-  log "starting kube-controller-manager, kube-scheduler and kwok"
-  local kcm="${STATE}/kube-controller-manager.kubeconfig" sched="${STATE}/kube-scheduler.kubeconfig"
+start_kube_controller_manager() {
+  local kcm="${STATE}/kube-controller-manager.kubeconfig"
   # QPS above the default 20: at 20 the StatefulSet and volume controllers,
   # not kvstore-apiserver, set the pace of the benchmark's controller phase
   # (1000 stores, 3000 Pods and claims). Stated in its report.
@@ -152,15 +253,62 @@ up() {
     --enable-hostpath-provisioner=true \
     --kube-api-qps=100 --kube-api-burst=200 \
     --leader-elect=false
+}
+
+start_kube_scheduler() {
+  local sched="${STATE}/kube-scheduler.kubeconfig"
   start kube-scheduler "${BIN}/kube-scheduler" \
     --kubeconfig "${sched}" --authentication-kubeconfig "${sched}" --authorization-kubeconfig "${sched}" \
     --bind-address 127.0.0.1 --secure-port "${SCHEDULER_PORT}" --leader-elect=false
+}
+
+start_kwok() {
   start kwok "${BIN}/kwok" --kubeconfig "${STATE}/kwok.kubeconfig" -c "${ROOT}/hack/kwok/stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --cidr=10.244.0.0/16 --node-ip=10.0.0.1 --server-address "127.0.0.1:${KWOK_PORT}" \
     --node-lease-duration-seconds=40
+}
 
-  log "creating ${NODES} fake Nodes and a default StorageClass"
+# start_kvstore NAME PORT [FLAGS...]: a kvstore-apiserver replica on the
+# stack's kvstore etcd, with that etcd's client certificate.
+start_kvstore() {
+  local name=$1 port=$2; shift 2
+  start "${name}" "${BIN}/kvstore-apiserver" \
+    --bind-address 127.0.0.1 --secure-port "${port}" \
+    --tls-cert-file "${CERTS}/kvstore-apiserver-serving.crt" --tls-private-key-file "${CERTS}/kvstore-apiserver-serving.key" \
+    --etcd-servers "https://127.0.0.1:${KVSTORE_ETCD_PORT}" \
+    --etcd-cafile "${CERTS}/kvstore-etcd-ca.crt" \
+    --etcd-certfile "${CERTS}/kvstore-etcd-client.crt" --etcd-keyfile "${CERTS}/kvstore-etcd-client.key" \
+    --kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
+    --authentication-kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
+    --authorization-kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
+    "$@"
+}
+
+# up starts whatever of the stack is not running (everything, the first
+# time), then waits until the whole stack serves.
+up() {
+  check_binaries
+  local t0=${SECONDS}
+  mkdir -p "${LOGS}" "${PIDS}"
+  make_certs "${CERTS}"
+  local k="https://127.0.0.1:${KUBE_APISERVER_PORT}" n
+  make_kubeconfig "${KUBECONFIG_ADMIN}" "$k" "${CERTS}/ca.crt" "${CERTS}/admin.crt" "${CERTS}/admin.key"
+  for n in kube-controller-manager kube-scheduler kwok kvstore-apiserver; do
+    make_kubeconfig "${STATE}/${n}.kubeconfig" "$k" "${CERTS}/ca.crt" "${CERTS}/${n}.crt" "${CERTS}/${n}.key"
+  done
+
+  ensure etcd-kube start_etcd_kube
+  ensure etcd-kvstore start_etcd_kvstore
+  wait_for "etcd (kvstore) /health" 30 curl -fs "http://127.0.0.1:$((KVSTORE_ETCD_PORT + 100))/health"
+  ensure kube-apiserver start_kube_apiserver
+  wait_for "kube-apiserver /readyz" 90 kubectl get --raw /readyz
+
+  ensure kube-controller-manager start_kube_controller_manager
+  ensure kube-scheduler start_kube_scheduler
+  ensure kwok start_kwok
+
+  log "applying ${NODES} fake Nodes and a default StorageClass"
   for n in $(seq 1 "${NODES}"); do nodes_yaml "kwok-node-${n}"; done | kubectl apply -f - >/dev/null
   kubectl apply -f - >/dev/null <<EOT
 apiVersion: storage.k8s.io/v1
@@ -175,15 +323,22 @@ reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOT
 
-  log "registering kvstore.io (artifacts/local overlay) and starting kvstore-apiserver"
+  log "registering kvstore.io (artifacts/local overlay)"
   apply_overlay
-  start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
+  ensure kvstore-apiserver start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
   wait_for "APIService v1alpha1.kvstore.io Available" 90 \
     kubectl wait --for=condition=Available --timeout=2s apiservice/v1alpha1.kvstore.io
   wait_for "discovery of keyvaluestores" 30 bash -c "'${BIN}/kubectl' --kubeconfig '${KUBECONFIG_ADMIN}' api-resources --api-group=kvstore.io | grep -q keyvaluestores"
   wait_for "kwok Nodes Ready" 60 kubectl wait --for=condition=Ready --timeout=2s node --all
   wait_for "default ServiceAccount" 60 kubectl get serviceaccount default -n default
-  log "stack up in $((SECONDS - t0))s"
+  # A condition seen before a restart (Available) may pass while what was
+  # just started has already exited.
+  check_started
+  if (( ${#STARTED[@]} == 0 )); then
+    log "stack already up; nothing started"
+  else
+    log "stack up in $((SECONDS - t0))s (started: ${STARTED[*]})"
+  fi
 }
 
 nodes_yaml() {
@@ -254,7 +409,8 @@ create_example() {
 
 case "${1:-}" in
   up)
-    trap 'down' EXIT
+    # A failure stops only what this run started: a running stack stays up.
+    trap 'stop_started' EXIT
     up
     trap - EXIT
     create_example
@@ -262,13 +418,15 @@ case "${1:-}" in
     echo "  make down   # stops it"
     ;;
   run)
+    # run owns the whole stack, since Ctrl-C tears all of it down.
+    if running_any; then die "a local stack is (partly) running: make down first, or make up to complete it"; fi
     trap 'echo; log "tearing down"; down; exit 0' INT TERM
     trap 'down' EXIT
     up
     create_example
     usage
     echo "  Ctrl-C tears it down."
-    while kill -0 "$(cat "${PIDS}/kube-apiserver.pid")" 2>/dev/null; do sleep 1; done
+    while ours kube-apiserver; do sleep 1; done
     log "kube-apiserver exited; tearing down"; down; exit 1
     ;;
   down) down ;;
@@ -277,17 +435,20 @@ case "${1:-}" in
     # on the same etcd and Lease (used by the leader-election tests).
     [[ $# -ge 3 ]] || die "usage: $0 start-kvstore NAME PORT [FLAGS...]"
     name=$2 port=$3; shift 3
-    start_kvstore "${name}" "${port}" "$@"
+    mkdir -p "${LOGS}" "${PIDS}"
+    ensure "${name}" start_kvstore "${name}" "${port}" "$@"
     wait_for "${name} /readyz" 60 curl -fsk "https://127.0.0.1:${port}/readyz"
     ;;
   stop-kvstore)
     # stop-kvstore NAME: stop a replica started by start-kvstore.
+    [[ $# -ge 2 ]] || die "usage: $0 stop-kvstore NAME"
     stop_one "$2"
     ;;
   restart-kvstore)
     stop_one kvstore-apiserver
     start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
     wait_for "APIService Available" 90 kubectl wait --for=condition=Available --timeout=2s apiservice/v1alpha1.kvstore.io
+    check_started
     ;;
   *) echo "usage: $0 run|up|down|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 # Certificates of the local stack, made with openssl. Sourced by local-up.sh.
-# make_certs DIR: creates (once) two CAs, serving and client certificates and
-# the service-account key pair under DIR.
+# make_certs DIR: creates (once) three CAs (cluster, front proxy, kvstore's
+# etcd), serving, peer and client certificates and the service-account key
+# pair under DIR. Files that exist are kept, so new ones appear on the next run.
 
 _cert_ext() { # name sans eku
   cat <<EOT
@@ -57,6 +58,17 @@ make_certs() {
   # base manifests applies to the local process unchanged.
   _sign "${d}" ca kvstore-apiserver "/O=system:serviceaccounts/O=system:serviceaccounts:kvstore-system/CN=system:serviceaccount:kvstore-system:kvstore-apiserver" clientAuth
   _sign "${d}" front-proxy-ca front-proxy-client "/CN=front-proxy-client" clientAuth
+
+  # kvstore-apiserver's etcd has a CA of its own, as in artifacts/base, and
+  # admits only client certificates of that CA: no cluster client
+  # certificate reaches it. The names are those of the base's Secrets.
+  _ca "${d}" kvstore-etcd-ca "kvstore-local-etcd-ca"
+  # clientAuth too: etcd's gRPC gateway dials etcd itself with this certificate.
+  _sign "${d}" kvstore-etcd-ca kvstore-etcd-server "/CN=kvstore-etcd" serverAuth,clientAuth \
+    "DNS:localhost,IP:127.0.0.1"
+  _sign "${d}" kvstore-etcd-ca kvstore-etcd-peer "/CN=kvstore-etcd-peer" serverAuth,clientAuth \
+    "DNS:localhost,IP:127.0.0.1"
+  _sign "${d}" kvstore-etcd-ca kvstore-etcd-client "/CN=kvstore-apiserver" clientAuth
 
   if [[ ! -f "${d}/sa.key" ]]; then
     openssl genrsa -out "${d}/sa.key" 2048 2>/dev/null

@@ -3,6 +3,8 @@ package framework
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,11 @@ const (
 	// PollInterval is how often WaitFor checks its condition.
 	PollInterval = 500 * time.Millisecond
 )
+
+// KVStoreEtcdURL is the client URL of kvstore-apiserver's own etcd in the
+// local stack. It serves TLS and admits only client certificates signed by
+// its own CA: connect with Stack.KVStoreEtcdTLS.
+const KVStoreEtcdURL = "https://127.0.0.1:32381"
 
 // Stack is the local control plane of hack/local-up.sh: kube-apiserver on
 // https://127.0.0.1:6443 with kvstore.io registered through an APIService.
@@ -121,6 +128,26 @@ func (s *Stack) WaitAPIAvailable(ctx context.Context, timeout time.Duration) err
 		return fmt.Errorf("kvstore.io API not available (logs in %s): %w", filepath.Join(s.Dir, "logs"), err)
 	}
 	return nil
+}
+
+// KVStoreEtcdTLS is the client TLS configuration for KVStoreEtcdURL:
+// kvstore-apiserver's etcd client certificate, verifying the server against
+// the etcd CA that hack/lib/certs.sh made.
+func (s *Stack) KVStoreEtcdTLS() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(s.CertDir, "kvstore-etcd-client.crt"), filepath.Join(s.CertDir, "kvstore-etcd-client.key"))
+	if err != nil {
+		return nil, fmt.Errorf("kvstore etcd client certificate: %w", err)
+	}
+	caFile := filepath.Join(s.CertDir, "kvstore-etcd-ca.crt")
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("kvstore etcd CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("kvstore etcd CA: no certificate in %s", caFile)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }
 
 // KubectlOptions tunes one kubectl command; the zero value runs it as the

@@ -74,7 +74,6 @@ const (
 	kubeAPIURL    = "https://127.0.0.1:6443"
 	kvstoreAPIURL = "https://127.0.0.1:8443"
 	kubeEtcdURL   = "http://127.0.0.1:32379"
-	kvsEtcdURL    = "http://127.0.0.1:32381"
 	ctJSON        = "application/json"
 	ctProtobuf    = "application/vnd.kubernetes.protobuf"
 	fieldManager  = "kvsbench"
@@ -441,7 +440,12 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 
-	if b.etcdKVS, err = clientv3.New(clientv3.Config{Endpoints: []string{kvsEtcdURL}, DialTimeout: 5 * time.Second}); err != nil {
+	// kvstore-apiserver's etcd admits only its client certificate.
+	etcdTLS, err := stack.KVStoreEtcdTLS()
+	if err != nil {
+		return err
+	}
+	if b.etcdKVS, err = clientv3.New(clientv3.Config{Endpoints: []string{framework.KVStoreEtcdURL}, TLS: etcdTLS, DialTimeout: 5 * time.Second}); err != nil {
 		return err
 	}
 	if b.etcdKube, err = clientv3.New(clientv3.Config{Endpoints: []string{kubeEtcdURL}, DialTimeout: 5 * time.Second}); err != nil {
