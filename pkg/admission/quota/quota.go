@@ -21,13 +21,13 @@ import (
 // PluginName names the plugin in --enable-admission-plugins.
 const PluginName = resourcequota.PluginName
 
-// Register adds the ResourceQuota plugin, last in order and off by default:
-// once on, every create in a namespace fails unless the server may list and
-// watch resourcequotas and update resourcequotas/status in kube-apiserver.
+// Register adds the ResourceQuota plugin, last in order and on by default.
+// It needs the server to list and watch resourcequotas and update
+// resourcequotas/status in kube-apiserver (artifacts/base/rbac-server.yaml);
+// --disable-admission-plugins=ResourceQuota turns it off.
 func Register(o *genericoptions.AdmissionOptions) {
 	resourcequota.Register(o.Plugins)
 	o.RecommendedPluginOrder = append(o.RecommendedPluginOrder, PluginName)
-	o.DefaultOffPlugins.Insert(PluginName)
 }
 
 // Initializer gives the plugin its quota configuration. The configuration is

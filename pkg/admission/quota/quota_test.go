@@ -24,12 +24,12 @@ import (
 
 const countKVS = corev1.ResourceName("count/keyvaluestores.kvstore.io")
 
-func TestRegisterIsLastAndOffByDefault(t *testing.T) {
+func TestRegisterIsLastAndOnByDefault(t *testing.T) {
 	o := genericoptions.NewAdmissionOptions()
 	Register(o)
 	assert.Contains(t, o.Plugins.Registered(), PluginName)
 	assert.Equal(t, PluginName, o.RecommendedPluginOrder[len(o.RecommendedPluginOrder)-1])
-	assert.True(t, o.DefaultOffPlugins.Has(PluginName))
+	assert.False(t, o.DefaultOffPlugins.Has(PluginName))
 }
 
 type noConfig struct{}

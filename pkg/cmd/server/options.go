@@ -83,8 +83,7 @@ func NewOptions() *Options {
 	// Unprivileged port: the server runs as non-root.
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	// ResourceQuota object counts of our resources (count/keyvaluestores.kvstore.io)
-	// can only be enforced here; off until enabled with
-	// --enable-admission-plugins=ResourceQuota (see pkg/admission/quota).
+	// can only be enforced here (see pkg/admission/quota).
 	quota.Register(o.RecommendedOptions.Admission)
 	o.RecommendedOptions.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		return []admission.PluginInitializer{quota.Initializer{}}, nil
