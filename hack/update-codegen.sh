@@ -102,9 +102,15 @@ kube::codegen::gen_helpers \
 
 report_args=()
 [[ "${UPDATE_API_KNOWN_VIOLATIONS:-}" == "true" ]] && report_args=(--update-report)
+# keyvaluestores/scale serves autoscaling/v1 Scale: the server needs its
+# OpenAPI definition to publish the subresource and to track server-side apply
+# field ownership through it. k8s.io/api is an input only: marked read-only,
+# so the generator never writes its model names into the module cache.
+KUBE_CODEGEN_READONLY_PKGS+=(k8s.io/api/autoscaling/v1)
 kube::codegen::gen_openapi \
   --output-dir "${ROOT}/pkg/generated/openapi" \
   --output-pkg "${MODULE}/pkg/generated/openapi" \
+  --extra-pkgs k8s.io/api/autoscaling/v1 \
   --report-filename "${ROOT}/api/api-rules/violation_exceptions.list" \
   --output-model-name-file zz_generated.model_name.go \
   "${report_args[@]}" \

@@ -60,14 +60,15 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: genericServer}
 
-	kvsStore, kvsStatus, err := kvsregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
+	kvs, err := kvsregistry.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
 	if err != nil {
 		return nil, fmt.Errorf("keyvaluestores storage: %w", err)
 	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(kvstore.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"keyvaluestores":        kvsStore,
-		"keyvaluestores/status": kvsStatus,
+		"keyvaluestores":        kvs.KeyValueStore,
+		"keyvaluestores/status": kvs.Status,
+		"keyvaluestores/scale":  kvs.Scale,
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, fmt.Errorf("install %s: %w", kvstore.GroupName, err)

@@ -32,9 +32,16 @@ func (*REST) ShortNames() []string { return []string{"kvs"} }
 // Categories lets `kubectl get kvstore` list every kvstore.io resource.
 func (*REST) Categories() []string { return []string{"kvstore"} }
 
-// NewREST returns the main store and its /status store, both on one etcd
-// storage so they never disagree.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST, error) {
+// Storage is the keyvaluestores resource and its subresources, all on one
+// etcd storage so they never disagree.
+type Storage struct {
+	KeyValueStore *REST
+	Status        *StatusREST
+	Scale         *ScaleREST
+}
+
+// NewStorage returns the main store, its /status store and its /scale store.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
 	strategy := NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &kvstore.KeyValueStore{} },
@@ -57,14 +64,19 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*RES
 		Indexers:    indexers(),
 	}
 	if err := store.CompleteWithOptions(options); err != nil {
-		return nil, nil, err
+		return Storage{}, err
 	}
 
 	statusStrategy := NewStatusStrategy(strategy)
 	statusStore := *store
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
-	return &REST{store}, &StatusREST{store: &statusStore}, nil
+	return Storage{
+		KeyValueStore: &REST{store},
+		Status:        &StatusREST{store: &statusStore},
+		// /scale writes spec through the main strategy: the main store as is.
+		Scale: &ScaleREST{store: store},
+	}, nil
 }
 
 // StatusREST is the /status subresource: get and update of status only.

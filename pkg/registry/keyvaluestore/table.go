@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
+	scalescheme "k8s.io/client-go/scale/scheme"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 )
@@ -87,4 +88,41 @@ func age(t metav1.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(time.Since(t.Time))
+}
+
+// ScaleTableConvertor prints the /scale of a store: NAME, DESIRED, AVAILABLE
+// and AGE, the columns kube-apiserver prints for the scale of a StatefulSet.
+type ScaleTableConvertor struct{}
+
+var _ rest.TableConvertor = ScaleTableConvertor{}
+
+var scaleColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the KeyValueStore."},
+	{Name: "Desired", Type: "integer", Description: "Desired number of data replicas (spec.replicas)."},
+	{Name: "Available", Type: "integer", Description: "Data replica Pods that exist (status.replicas)."},
+	{Name: "Age", Type: "string", Description: "Time since the store was created."},
+}
+
+// ConvertToTable turns one Scale into a table row.
+func (ScaleTableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	scale, ok := obj.(*scalescheme.Scale)
+	if !ok {
+		return nil, fmt.Errorf("cannot print %T as a Scale table", obj)
+	}
+	table := &metav1.Table{
+		ListMeta: metav1.ListMeta{ResourceVersion: scale.ResourceVersion},
+		Rows: []metav1.TableRow{{
+			Object: runtime.RawExtension{Object: scale},
+			Cells: []interface{}{
+				scale.Name,
+				int64(scale.Spec.Replicas),
+				int64(scale.Status.Replicas),
+				age(scale.CreationTimestamp),
+			},
+		}},
+	}
+	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
+		table.ColumnDefinitions = scaleColumns
+	}
+	return table, nil
 }

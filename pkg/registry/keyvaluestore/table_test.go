@@ -175,3 +175,32 @@ func TestConvertToTableWrongType(t *testing.T) {
 		assert.Contains(t, err.Error(), "KeyValueStore")
 	}
 }
+
+func TestScaleConvertToTable(t *testing.T) {
+	kvs := tableKVS("a", ptr.To[int32](5), 2, kvstore.PhaseUpgrading)
+	kvs.Status.Replicas = 4
+	scale, err := scaleFromKeyValueStore(kvs)
+	require.NoError(t, err)
+
+	table, err := (&ScaleREST{}).ConvertToTable(context.Background(), scale, &metav1.TableOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+		assert.NotEmpty(t, c.Description, c.Name)
+	}
+	assert.Equal(t, []string{"Name", "Desired", "Available", "Age"}, names, "the columns of kube's own scale tables")
+	require.Len(t, table.Rows, 1)
+	assert.Equal(t, []interface{}{"a", int64(5), int64(4), "10h"}, table.Rows[0].Cells)
+	assert.Same(t, scale, table.Rows[0].Object.Object)
+	assert.Equal(t, "42", table.ResourceVersion)
+
+	noHeaders, err := ScaleTableConvertor{}.ConvertToTable(context.Background(), scale, &metav1.TableOptions{NoHeaders: true})
+	require.NoError(t, err)
+	assert.Empty(t, noHeaders.ColumnDefinitions)
+	assert.Len(t, noHeaders.Rows[0].Cells, 4)
+
+	_, err = ScaleTableConvertor{}.ConvertToTable(context.Background(), kvs, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Scale")
+}

@@ -271,6 +271,14 @@ func ValidateKeyValueStoreStatus(status *kvstore.KeyValueStoreStatus, fldPath *f
 	}
 	if len(status.Selector) > maxSelectorLength {
 		allErrs = append(allErrs, field.TooLong(fldPath.Child("selector"), status.Selector, maxSelectorLength))
+	} else if status.Selector != "" {
+		// /scale serves it as a Scale's selector, by way of a LabelSelector
+		// (client-go's internal Scale), for autoscalers to list the data
+		// replica Pods with. What a LabelSelector cannot hold (!=, <, >) is
+		// refused here rather than breaking /scale later.
+		if _, err := metav1.ParseToLabelSelector(status.Selector); err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), status.Selector, err.Error()))
+		}
 	}
 	if n := len(status.Conditions); n > maxConditions {
 		allErrs = append(allErrs, field.TooMany(fldPath.Child("conditions"), n, maxConditions))

@@ -847,6 +847,25 @@ func TestValidateKeyValueStoreStatusUpdate(t *testing.T) {
 			want:   expect(tooLong("status.currentImage")),
 		},
 		{
+			name:   "selector with set-based requirements",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = "app=demo,tier in (data),!legacy" },
+		},
+		{
+			name:   "selector that does not parse",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = "app in demo" },
+			want:   expect(invalid("status.selector")),
+		},
+		{
+			name:   "selector with an operator a LabelSelector cannot hold",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = "replicas>1" },
+			want:   expect(invalid("status.selector")),
+		},
+		{
+			name:   "selector with != (a LabelSelector has no such operator)",
+			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = "app=demo,tier!=proxy" },
+			want:   expect(invalid("status.selector")),
+		},
+		{
 			name:   "selector of 4097 bytes",
 			mutate: func(k *kvstore.KeyValueStore) { k.Status.Selector = strings.Repeat("s", 4097) },
 			want:   expect(tooLong("status.selector")),

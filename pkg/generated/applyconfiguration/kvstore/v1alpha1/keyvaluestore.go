@@ -91,6 +91,12 @@ func ExtractKeyValueStore(keyValueStore *kvstorev1alpha1.KeyValueStore, fieldMan
 	return ExtractKeyValueStoreFrom(keyValueStore, fieldManager, "")
 }
 
+// ExtractKeyValueStoreScale extracts the applied configuration owned by fieldManager from
+// keyValueStore for the scale subresource.
+func ExtractKeyValueStoreScale(keyValueStore *kvstorev1alpha1.KeyValueStore, fieldManager string) (*KeyValueStoreApplyConfiguration, error) {
+	return ExtractKeyValueStoreFrom(keyValueStore, fieldManager, "scale")
+}
+
 // ExtractKeyValueStoreStatus extracts the applied configuration owned by fieldManager from
 // keyValueStore for the status subresource.
 func ExtractKeyValueStoreStatus(keyValueStore *kvstorev1alpha1.KeyValueStore, fieldManager string) (*KeyValueStoreApplyConfiguration, error) {

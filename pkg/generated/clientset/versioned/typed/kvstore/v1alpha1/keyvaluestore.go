@@ -24,6 +24,7 @@ import (
 	kvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	applyconfigurationkvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1alpha1"
 	scheme "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/scheme"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	watch "k8s.io/apimachinery/pkg/watch"
@@ -51,6 +52,9 @@ type KeyValueStoreInterface interface {
 	Apply(ctx context.Context, keyValueStore *applyconfigurationkvstorev1alpha1.KeyValueStoreApplyConfiguration, opts v1.ApplyOptions) (result *kvstorev1alpha1.KeyValueStore, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, keyValueStore *applyconfigurationkvstorev1alpha1.KeyValueStoreApplyConfiguration, opts v1.ApplyOptions) (result *kvstorev1alpha1.KeyValueStore, err error)
+	GetScale(ctx context.Context, keyValueStoreName string, options v1.GetOptions) (*autoscalingv1.Scale, error)
+	UpdateScale(ctx context.Context, keyValueStoreName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (*autoscalingv1.Scale, error)
+
 	KeyValueStoreExpansion
 }
 
@@ -72,4 +76,35 @@ func newKeyValueStores(c *KvstoreV1alpha1Client, namespace string) *keyValueStor
 			gentype.PrefersProtobuf[*kvstorev1alpha1.KeyValueStore](),
 		),
 	}
+}
+
+// GetScale takes name of the keyValueStore, and returns the corresponding autoscalingv1.Scale object, and an error if there is any.
+func (c *keyValueStores) GetScale(ctx context.Context, keyValueStoreName string, options v1.GetOptions) (result *autoscalingv1.Scale, err error) {
+	result = &autoscalingv1.Scale{}
+	err = c.GetClient().Get().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("keyvaluestores").
+		Name(keyValueStoreName).
+		SubResource("scale").
+		VersionedParams(&options, scheme.ParameterCodec).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// UpdateScale takes the top resource name and the representation of a scale and updates it. Returns the server's representation of the scale, and an error, if there is any.
+func (c *keyValueStores) UpdateScale(ctx context.Context, keyValueStoreName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
+	result = &autoscalingv1.Scale{}
+	err = c.GetClient().Put().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("keyvaluestores").
+		Name(keyValueStoreName).
+		SubResource("scale").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(scale).
+		Do(ctx).
+		Into(result)
+	return
 }
