@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,6 +85,17 @@ func TestObjectCountQuota(t *testing.T) {
 	require.NotNil(t, charged, "the admitted create is charged to the quota's status; actions: %v", kube.Actions())
 	used := charged.Status.Used[countKVS]
 	assert.Equal(t, "1", used.String())
+	// The plugin reads quotas from the informer: let it see the charge, as
+	// it would before a later request (otherwise a loaded machine races it).
+	lister := factory.Core().V1().ResourceQuotas().Lister()
+	require.Eventually(t, func() bool {
+		q, err := lister.ResourceQuotas("team").Get("stores")
+		if err != nil {
+			return false
+		}
+		u := q.Status.Used[countKVS]
+		return u.Value() == 1
+	}, 10*time.Second, 10*time.Millisecond)
 
 	err = create("team", "second")
 	require.True(t, apierrors.IsForbidden(err), "want 403 Forbidden, got %v", err)
