@@ -23,6 +23,9 @@ type ownedKind[T metav1.Object, AC any] struct {
 	live    func(ctx context.Context, namespace, name string) (T, error)
 	extract func(T) (AC, error)
 	apply   func(ctx context.Context, namespace string, desired AC) (T, error)
+	// createOnly kinds (Jobs: their template is immutable) are applied only
+	// to create them; an existing one of ours is left as it is.
+	createOnly bool
 }
 
 // applyOutcome says what applyUnlessUnchanged did.
@@ -67,6 +70,10 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 		if !ours(cur, kvs) {
 			observeApply(k.kind, applyRefused)
 			return zero, &objectInTheWayError{kind: k.kind, namespace: kvs.Namespace, name: name, holder: holder(cur)}
+		}
+		if k.createOnly {
+			observeApply(k.kind, applyUnchanged)
+			return cur, nil
 		}
 		if live, err := k.extract(cur); err == nil && apiequality.Semantic.DeepEqual(live, desired) {
 			observeApply(k.kind, applyUnchanged)

@@ -100,6 +100,9 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 // startBackup creates the Job of an attempt. Its name is deterministic, so
 // a second pass before the cache sees the Job applies the same, unchanged.
 func (t *teardownRun) startBackup(ctx context.Context, attempt int) (stepWait, error) {
+	if t.kvs.Spec.Backup == nil {
+		return stepWait{}, nil // removed from the spec meanwhile: no backup is asked for
+	}
 	name := finalBackupJobName(t.kvs, attempt)
 	_, err := applyUnlessUnchanged(ctx, t.c, t.c.jobKind, t.kvs, name, finalBackupJob(t.kvs, attempt))
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -147,7 +150,9 @@ func (c *Controller) finalBackupJobs(kvs *v1alpha1.KeyValueStore) ([]*batchv1.Jo
 	if err != nil {
 		return nil, fmt.Errorf("list backup Jobs: %w", err)
 	}
-	jobs = slices.DeleteFunc(jobs, func(j *batchv1.Job) bool { return !ours(j, kvs) })
+	// Only Jobs the controller made for this store count: a Job that merely
+	// carries the labels (a hand-run backup) never stands in for the final one.
+	jobs = slices.DeleteFunc(jobs, func(j *batchv1.Job) bool { return !metav1.IsControlledBy(j, kvs) })
 	slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return attemptOf(a) - attemptOf(b) })
 	return jobs, nil
 }

@@ -82,7 +82,10 @@ func (cfg Config) Run(ctx context.Context) error {
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Became leader; starting the controller", "identity", identity)
 				if err := cfg.runController(ctx, kube, kvs); err != nil {
-					logger.Error(err, "Controller stopped")
+					// Holding the Lease without a controller would stop
+					// every store's reconciles: let another replica lead.
+					logger.Error(err, "Controller failed; exiting")
+					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 				}
 			},
 			OnStoppedLeading: func() {

@@ -144,7 +144,8 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 				return kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 			},
 			// Jobs are created once and never reapplied: nothing to extract.
-			extract: func(*batchv1.Job) (*batchv1ac.JobApplyConfiguration, error) { return nil, errNoExtract },
+			createOnly: true,
+			extract:    func(*batchv1.Job) (*batchv1ac.JobApplyConfiguration, error) { return nil, errNoExtract },
 			apply: func(ctx context.Context, ns string, ac *batchv1ac.JobApplyConfiguration) (*batchv1.Job, error) {
 				return kube.BatchV1().Jobs(ns).Apply(ctx, ac, applyOptions)
 			},

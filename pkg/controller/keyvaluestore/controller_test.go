@@ -586,3 +586,104 @@ func TestTeardownFailsClosedOnListErrors(t *testing.T) {
 	_, own := f.writes()
 	assert.Empty(t, own, "the finalizer stays when Pods cannot be counted")
 }
+
+// An OrderedReady StatefulSet does not scale down past a Pod that is not
+// ready: once it has seen the scale to zero, the teardown deletes the
+// highest ordinal itself, one Pod at a time.
+func TestTeardownUnblocksAStalledScaleDown(t *testing.T) {
+	kvs := newStore(deleting)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 2, Labels: labelsFor(kvs, ComponentData)},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3}}
+	pod := func(i int, ready bool) *corev1.Pod {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-" + strconv.Itoa(i), Namespace: "ns", UID: types.UID("pod-" + strconv.Itoa(i)), Labels: labelsFor(kvs, ComponentData)},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+	}
+	p0, p1, p2 := pod(0, false), pod(1, true), pod(2, true)
+	f := newFixture(t, kvs, sts, p0, p1, p2)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"delete pods s-2"}, kube, "the highest ordinal goes first")
+
+	p2.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	f.cache(p2)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Empty(t, kube, "one Pod at a time")
+
+	// All ready: the StatefulSet controller scales down by itself.
+	p0 = pod(0, true)
+	g := newFixture(t, kvs, sts, p0, pod(1, true))
+	_, err = g.sync(kvs)
+	require.NoError(t, err)
+	kube, _ = g.writes()
+	assert.Empty(t, kube)
+}
+
+// A step that fails is visible: status names the error, one Warning event,
+// and an object in the way is looked at again without the error backoff.
+func TestTeardownStepErrorIsRecorded(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "s-final-backup-1", Namespace: "ns", UID: "other"}}
+	f := newFixture(t, kvs, foreign)
+	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(foreign))
+	for i := range 2 {
+		f.refreshCache("ns")
+		res, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, waitFallback, res.requeueAfter)
+		st := f.stored(kvs).Status
+		assert.Equal(t, v1alpha1.PhaseTerminating, st.Phase)
+		p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+		require.NotNil(t, p)
+		assert.Equal(t, StepFinalBackup, p.Reason)
+		assert.Contains(t, p.Message, "Job ns/s-final-backup-1 already exists and is not controlled by this KeyValueStore")
+		if i == 0 {
+			assert.Len(t, f.events(), 2, "phase change and one Warning")
+		} else {
+			assert.Empty(t, f.events(), "the same failure is not told twice")
+		}
+	}
+}
+
+// Only a Job the controller made for the store stands for its final backup.
+func TestHandRunBackupJobIsNotTheFinalBackup(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	manual := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "manual", Namespace: "ns", Labels: labelsFor(kvs, ComponentBackup)},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
+	f := newFixture(t, kvs, manual)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube)
+	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded))
+}
+
+// spec.backup removed while a retry is due: no backup is asked for any more,
+// and nothing panics on the spec the status write brought back.
+func TestBackupRemovedDuringTeardown(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.finishJob("s-final-backup-1", batchv1.JobFailed)
+	f.refreshCache("ns")
+	f.now = f.now.Add(time.Hour)
+	cached := f.stored(kvs) // the cache still has spec.backup; the server,
+	// as its /status answers show, no longer does.
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		obj := a.(core.UpdateAction).GetObject().(*v1alpha1.KeyValueStore).DeepCopy()
+		obj.Spec.Backup = nil
+		return true, obj, nil
+	})
+	assert.NotPanics(t, func() { _, err = f.sync(cached) })
+	require.NoError(t, err)
+}

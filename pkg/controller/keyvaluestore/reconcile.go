@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -51,17 +52,18 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 		return result{}, nil
 	}
 	var inTheWay *objectInTheWayError
-	switch {
-	case errors.As(applyErr, &inTheWay):
-		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonObjectInTheWay, applyErr.Error())
-	case isPermanent(applyErr):
-		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonApplyFailed, applyErr.Error())
-	}
+	errors.As(applyErr, &inTheWay)
 	before := kvs.Status.Phase
+	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		return observe(k, sts, proxy, applyErr)
 	})
 	if statusErr == nil {
+		// A refusal is told once, when it is first recorded, not per retry.
+		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !sameCondition(progressing, now) &&
+			(now.Reason == ReasonObjectInTheWay || now.Reason == ReasonApplyFailed) {
+			c.recorder.Event(kvs, corev1.EventTypeWarning, now.Reason, now.Message)
+		}
 		c.recordPhaseChange(kvs, before)
 	}
 	if inTheWay != nil && statusErr == nil {
@@ -93,9 +95,13 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	// it follows the spec even while the data tier rolls.
 	want := proxyReplicas(kvs)
 	if want > 0 && (proxy != nil || statefulSetReady(sts, kvs.Spec.Image, ptr.Deref(kvs.Spec.Replicas, 1))) {
-		if proxy, err = applyUnlessUnchanged(ctx, c, c.deployments, kvs, proxyName(kvs), proxyDeployment(kvs, want)); err != nil {
-			return sts, nil, err
+		applied, err := applyUnlessUnchanged(ctx, c, c.deployments, kvs, proxyName(kvs), proxyDeployment(kvs, want))
+		if err != nil {
+			// The proxy that runs still counts for status: a transient error
+			// must not make a Ready store look Degraded.
+			return sts, proxy, err
 		}
+		proxy = applied
 	}
 	// The client Service moves to the proxy only once it is ready, and back
 	// to the data tier before the proxy goes.

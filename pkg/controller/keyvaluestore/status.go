@@ -173,8 +173,7 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 // anything but lastTransitionTime (so that its event is sent once).
 func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (bool, error) {
 	cond.ObservedGeneration = kvs.Generation
-	if old := meta.FindStatusCondition(kvs.Status.Conditions, cond.Type); old != nil &&
-		old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
+	if sameCondition(meta.FindStatusCondition(kvs.Status.Conditions, cond.Type), &cond) {
 		return false, nil
 	}
 	return true, c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
@@ -183,4 +182,12 @@ func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
 	})
+}
+
+// sameCondition: equal but for lastTransitionTime (nil equals only nil).
+func sameCondition(a, b *metav1.Condition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
 }

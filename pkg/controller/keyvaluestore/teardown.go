@@ -3,8 +3,10 @@ package keyvaluestore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +68,8 @@ type teardownStep struct {
 type stepWait struct {
 	reason, message string
 	after           time.Duration
+	// warn sends a Warning event with the message when it is first recorded.
+	warn bool
 }
 
 // teardownSteps is the order that keeps data safe: clients off (proxy),
@@ -102,7 +106,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 		}
 		w, err := s.run(t, ctx)
 		if err != nil {
-			return result{}, fmt.Errorf("%s: %w", s.reason, err)
+			return t.stepFailed(ctx, s.reason, err)
 		}
 		// A step may finish within its run (a backup recorded as done).
 		if ok, err := s.done(t); err == nil && ok {
@@ -111,6 +115,18 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 		return t.wait(ctx, s.reason, w)
 	}
 	return result{}, c.releaseFinalizer(ctx, kvs)
+}
+
+// stepFailed makes a failing step visible (status and one Warning event per
+// distinct error) and retries it: with the workqueue's backoff, or every
+// waitFallback for an object in the way, which only the user can remove.
+func (t *teardownRun) stepFailed(ctx context.Context, reason string, err error) (result, error) {
+	res, statusErr := t.wait(ctx, reason, stepWait{message: "failed: " + err.Error(), warn: true})
+	var inTheWay *objectInTheWayError
+	if errors.As(err, &inTheWay) && statusErr == nil {
+		return res, nil
+	}
+	return result{}, fmt.Errorf("%s: %w", reason, err)
 }
 
 // wait records the running step in status and waits for the next event.
@@ -122,6 +138,7 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 		w.after = waitFallback
 	}
 	st := t.kvs.Status.Phase
+	before := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
 	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
@@ -132,6 +149,9 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 	})
 	if err == nil {
 		t.c.recordPhaseChange(t.kvs, st)
+		if now := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing); w.warn && !sameCondition(before, now) {
+			t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, reason, w.message)
+		}
 	}
 	return result{requeueAfter: w.after}, err
 }
@@ -191,12 +211,66 @@ func (t *teardownRun) dataGone() (bool, error) {
 }
 
 func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
-	if sts := t.c.ownedStatefulSet(t.kvs); sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
+	sts := t.c.ownedStatefulSet(t.kvs)
+	if sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
 		if err := scaleToZero(ctx, t.c.kube.AppsV1().StatefulSets(t.kvs.Namespace).Patch, sts.Name, sts.UID); err != nil {
 			return stepWait{}, fmt.Errorf("scale StatefulSet %s/%s to 0: %w", t.kvs.Namespace, sts.Name, err)
 		}
+	} else if sts != nil && sts.Status.ObservedGeneration >= sts.Generation {
+		if err := t.unblockScaleDown(ctx); err != nil {
+			return stepWait{}, err
+		}
 	}
 	return t.waitForPods(ComponentData)
+}
+
+// unblockScaleDown: an OrderedReady StatefulSet does not scale down while
+// any of its Pods is not ready, so a store with a crash-looping replica
+// would never finish its teardown. Once the StatefulSet has seen the scale
+// to zero (the final backup is behind us), the highest ordinal left is
+// deleted here, one Pod at a time, in the order the StatefulSet would use.
+func (t *teardownRun) unblockScaleDown(ctx context.Context) error {
+	pods, err := t.c.componentPods(t.kvs, ComponentData)
+	if err != nil {
+		return err
+	}
+	var next *corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			return nil // one at a time
+		}
+		if next == nil || ordinal(p) > ordinal(next) {
+			next = p
+		}
+	}
+	if next == nil || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !podReady(p) }) {
+		return nil // nothing left, or the StatefulSet controller can go on by itself
+	}
+	err = t.c.kube.CoreV1().Pods(next.Namespace).Delete(ctx, next.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &next.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete data Pod %s: %w", next.Name, err)
+	}
+	t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, StepScaleDownData,
+		"Deleted data Pod %s: the StatefulSet does not scale down while a Pod is not ready", next.Name)
+	return nil
+}
+
+// ordinal is a StatefulSet Pod's ordinal (-1 if its name has none).
+func ordinal(p *corev1.Pod) int {
+	n, err := strconv.Atoi(p.Name[strings.LastIndex(p.Name, "-")+1:])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // patchFunc is the Patch method of a typed client.
@@ -243,10 +317,9 @@ func (t *teardownRun) waitForPods(component string) (stepWait, error) {
 	}
 	if len(stuck) > 0 {
 		slices.Sort(stuck)
-		w.reason = ReasonPodsStuckTerminating
+		w.reason, w.warn = ReasonPodsStuckTerminating, true
 		w.message += fmt.Sprintf("; stuck terminating for over %s past their grace period: %s. Their Node may be gone: "+
 			"see \"A teardown that does not finish\" in docs/controller.md", stuckAfter, strings.Join(stuck, ", "))
-		t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, ReasonPodsStuckTerminating, w.message)
 	}
 	return w, nil
 }
