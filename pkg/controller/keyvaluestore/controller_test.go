@@ -687,3 +687,19 @@ func TestBackupRemovedDuringTeardown(t *testing.T) {
 	assert.NotPanics(t, func() { _, err = f.sync(cached) })
 	require.NoError(t, err)
 }
+
+// Claims kept (Retain) from an earlier store of the same name are not this
+// store's to delete, whatever its policy.
+func TestTeardownKeepsClaimsOlderThanTheStore(t *testing.T) {
+	kvs := newStore(withClaimsDeleted, deleting)
+	kvs.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
+	claim := func(name string, created time.Time) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name),
+			CreationTimestamp: metav1.NewTime(created), Labels: labelsFor(kvs, ComponentData)}}
+	}
+	f := newFixture(t, kvs, claim("data-s-0", testNow.Add(-30*time.Minute)), claim("data-s-5", testNow.Add(-48*time.Hour)))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"delete persistentvolumeclaims data-s-0"}, kube)
+}

@@ -372,13 +372,17 @@ func (t *teardownRun) deleteClaims(ctx context.Context) (stepWait, error) {
 	return stepWait{message: fmt.Sprintf("deleted %d PersistentVolumeClaims", len(claims))}, nil
 }
 
-// liveClaims are the data claims not yet being deleted.
+// liveClaims are the store's data claims not yet being deleted.
 func (t *teardownRun) liveClaims() ([]*corev1.PersistentVolumeClaim, error) {
 	claims, err := t.c.claims.PersistentVolumeClaims(t.kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(t.kvs, ComponentData)))
 	if err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
-	return slices.DeleteFunc(claims, func(c *corev1.PersistentVolumeClaim) bool { return c.DeletionTimestamp != nil }), nil
+	// A claim older than the store was kept (Retain) from an earlier store
+	// of the same name: the policy of this one does not reach it.
+	return slices.DeleteFunc(claims, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.DeletionTimestamp != nil || c.CreationTimestamp.Before(&t.kvs.CreationTimestamp)
+	}), nil
 }
 
 func deletesClaims(kvs *v1alpha1.KeyValueStore) bool {
