@@ -20,28 +20,11 @@ func TestBuiltinRolesGrantKeyValueStores(t *testing.T) {
 	mustKubectl(t, "create", "rolebinding", viewer, "-n", ns, "--clusterrole=view", "--user="+viewer)
 	mustKubectl(t, "create", "rolebinding", editor, "-n", ns, "--clusterrole=edit", "--user="+editor)
 
-	want := []struct {
-		user, verb, answer string
-	}{
+	waitCanI(t, ns, []canI{
 		{viewer, "get", "yes"}, {viewer, "list", "yes"}, {viewer, "watch", "yes"},
 		{viewer, "create", "no"}, {viewer, "delete", "no"}, {viewer, "patch", "no"},
 		{editor, "get", "yes"}, {editor, "create", "yes"}, {editor, "patch", "yes"}, {editor, "delete", "yes"},
-	}
-	// RBAC reaches the authorizer's cache eventually.
-	err := framework.WaitFor(context.Background(), eventually, func(context.Context) error {
-		var wrong []string
-		for _, w := range want {
-			r := kubectl(t, "auth", "can-i", "--as="+w.user, "-n", ns, w.verb, "keyvaluestores.kvstore.io")
-			if got := strings.TrimSpace(r.Stdout); got != w.answer {
-				wrong = append(wrong, fmt.Sprintf("%s %s: got %q, want %q (stderr %q)", w.user, w.verb, got, w.answer, r.Stderr))
-			}
-		}
-		if len(wrong) > 0 {
-			return fmt.Errorf("kubectl auth can-i:\n%s", strings.Join(wrong, "\n"))
-		}
-		return nil
 	})
-	require.NoError(t, err)
 
 	asViewer := framework.KubectlOptions{As: viewer}
 	asEditor := framework.KubectlOptions{As: editor}
@@ -65,4 +48,28 @@ func TestBuiltinRolesGrantKeyValueStores(t *testing.T) {
 	r = kubectlWith(t, asEditor, "delete", "kvs", "demo", "-n", ns, "--wait=false")
 	require.NoErrorf(t, r.Err, "%v", r)
 	assert.Contains(t, r.Stdout, `keyvaluestore.kvstore.io "demo" deleted`)
+}
+
+// canI is one `kubectl auth can-i` question about keyvaluestores and the answer wanted.
+type canI struct{ user, verb, answer string }
+
+// waitCanI waits until kubectl auth can-i answers every question as wanted:
+// RBAC reaches the authorizer's cache eventually.
+func waitCanI(t *testing.T, ns string, want []canI, flags ...string) {
+	t.Helper()
+	err := framework.WaitFor(context.Background(), eventually, func(context.Context) error {
+		var wrong []string
+		for _, w := range want {
+			args := append([]string{"auth", "can-i", "--as=" + w.user, "-n", ns, w.verb, "keyvaluestores.kvstore.io"}, flags...)
+			r := kubectl(t, args...)
+			if got := strings.TrimSpace(r.Stdout); got != w.answer {
+				wrong = append(wrong, fmt.Sprintf("%s %s %v: got %q, want %q (stderr %q)", w.user, w.verb, flags, got, w.answer, r.Stderr))
+			}
+		}
+		if len(wrong) > 0 {
+			return fmt.Errorf("kubectl auth can-i:\n%s", strings.Join(wrong, "\n"))
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }

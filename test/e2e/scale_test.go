@@ -80,27 +80,10 @@ func TestBuiltinRolesGrantScale(t *testing.T) {
 	mustKubectl(t, "create", "rolebinding", viewer, "-n", ns, "--clusterrole=view", "--user="+viewer)
 	mustKubectl(t, "create", "rolebinding", editor, "-n", ns, "--clusterrole=edit", "--user="+editor)
 
-	want := []struct {
-		user, verb, answer string
-	}{
+	waitCanI(t, ns, []canI{
 		{viewer, "get", "yes"}, {viewer, "update", "no"}, {viewer, "patch", "no"},
 		{editor, "get", "yes"}, {editor, "update", "yes"}, {editor, "patch", "yes"},
-	}
-	// RBAC reaches the authorizer's cache eventually.
-	err := framework.WaitFor(context.Background(), eventually, func(context.Context) error {
-		var wrong []string
-		for _, w := range want {
-			r := kubectl(t, "auth", "can-i", "--as="+w.user, "-n", ns, w.verb, "keyvaluestores.kvstore.io", "--subresource=scale")
-			if got := strings.TrimSpace(r.Stdout); got != w.answer {
-				wrong = append(wrong, fmt.Sprintf("%s %s keyvaluestores/scale: got %q, want %q (stderr %q)", w.user, w.verb, got, w.answer, r.Stderr))
-			}
-		}
-		if len(wrong) > 0 {
-			return fmt.Errorf("kubectl auth can-i:\n%s", strings.Join(wrong, "\n"))
-		}
-		return nil
-	})
-	require.NoError(t, err)
+	}, "--subresource=scale")
 
 	asViewer := framework.KubectlOptions{As: viewer}
 	asEditor := framework.KubectlOptions{As: editor}

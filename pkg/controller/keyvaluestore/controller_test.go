@@ -98,36 +98,22 @@ func (f *fixture) cache(obj runtime.Object) {
 // the informers would after the controller's writes.
 func (f *fixture) refreshCache(ns string) {
 	f.t.Helper()
-	ctx := context.Background()
-	stores, err := f.kvs.KvstoreV1alpha1().KeyValueStores(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range stores.Items {
-		f.cache(&stores.Items[i])
-	}
-	sts, err := f.kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range sts.Items {
-		f.cache(&sts.Items[i])
-	}
-	ds, err := f.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range ds.Items {
-		f.cache(&ds.Items[i])
-	}
-	svcs, err := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range svcs.Items {
-		f.cache(&svcs.Items[i])
-	}
-	pdbs, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range pdbs.Items {
-		f.cache(&pdbs.Items[i])
-	}
-	jobs, err := f.kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	for i := range jobs.Items {
-		f.cache(&jobs.Items[i])
+	ctx, all := context.Background(), metav1.ListOptions{}
+	for _, list := range []func() (runtime.Object, error){
+		func() (runtime.Object, error) { return f.kvs.KvstoreV1alpha1().KeyValueStores(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kube.AppsV1().StatefulSets(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kube.AppsV1().Deployments(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kube.CoreV1().Services(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kube.BatchV1().Jobs(ns).List(ctx, all) },
+	} {
+		l, err := list()
+		require.NoError(f.t, err)
+		items, err := meta.ExtractList(l)
+		require.NoError(f.t, err)
+		for _, o := range items {
+			f.cache(o)
+		}
 	}
 }
 
