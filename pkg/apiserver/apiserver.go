@@ -12,6 +12,7 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	kvsregistry "github.com/kvstore-io/kvstore-apiserver/pkg/registry/keyvaluestore"
+	backupregistry "github.com/kvstore-io/kvstore-apiserver/pkg/registry/keyvaluestorebackup"
 )
 
 // ComponentName names the server in logs, metrics and version reports.
@@ -64,11 +65,18 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyvaluestores storage: %w", err)
 	}
+	backups, err := backupregistry.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
+	if err != nil {
+		return nil, fmt.Errorf("keyvaluestorebackups storage: %w", err)
+	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(kvstore.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"keyvaluestores":        kvs.KeyValueStore,
 		"keyvaluestores/status": kvs.Status,
 		"keyvaluestores/scale":  kvs.Scale,
+
+		"keyvaluestorebackups":        backups.KeyValueStoreBackup,
+		"keyvaluestorebackups/status": backups.Status,
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, fmt.Errorf("install %s: %w", kvstore.GroupName, err)

@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&KeyValueStore{},
 		&KeyValueStoreList{},
+		&KeyValueStoreBackup{},
+		&KeyValueStoreBackupList{},
 	)
 	return nil
 }

@@ -36,6 +36,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.BackupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"):
 		return &kvstorev1alpha1.KeyValueStoreApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"):
+		return &kvstorev1alpha1.KeyValueStoreBackupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackupSpec"):
+		return &kvstorev1alpha1.KeyValueStoreBackupSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackupStatus"):
+		return &kvstorev1alpha1.KeyValueStoreBackupStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreSpec"):
 		return &kvstorev1alpha1.KeyValueStoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreStatus"):

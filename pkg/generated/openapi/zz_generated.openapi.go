@@ -36,6 +36,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.BackupSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref),
 		v1alpha1.KeyValueStore{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_KeyValueStore(ref),
+		v1alpha1.KeyValueStoreBackup{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackup(ref),
+		v1alpha1.KeyValueStoreBackupList{}.OpenAPIModelName():              schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupList(ref),
+		v1alpha1.KeyValueStoreBackupSpec{}.OpenAPIModelName():              schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupSpec(ref),
+		v1alpha1.KeyValueStoreBackupStatus{}.OpenAPIModelName():            schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupStatus(ref),
 		v1alpha1.KeyValueStoreList{}.OpenAPIModelName():                    schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreList(ref),
 		v1alpha1.KeyValueStoreSpec{}.OpenAPIModelName():                    schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref),
 		v1alpha1.KeyValueStoreStatus{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref),
@@ -217,6 +221,224 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStore(ref common.ReferenceCallback
 		},
 		Dependencies: []string{
 			v1alpha1.KeyValueStoreSpec{}.OpenAPIModelName(), v1alpha1.KeyValueStoreStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackup is one backup of a KeyValueStore's data, taken by a Job. The spec says which store and why, and cannot change after create; the status is written through the /status subresource by the controller that runs the backup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which store to back up and why. Immutable after creation.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.KeyValueStoreBackupSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the progress of the backup. It is written by the controller through the /status subresource and is read-only here.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.KeyValueStoreBackupStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.KeyValueStoreBackupSpec{}.OpenAPIModelName(), v1alpha1.KeyValueStoreBackupStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupList is a list of KeyValueStoreBackups.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of KeyValueStoreBackups.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.KeyValueStoreBackup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.KeyValueStoreBackup{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupSpec is the desired backup. Every field is immutable after creation: a backup of another store, or for another reason, is another KeyValueStoreBackup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"storeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StoreName is the name of the KeyValueStore to back up, in the backup's own namespace: a DNS-1035 label of at most 52 characters. Required and immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why the backup was taken: Manual (the default), Scheduled or Final (the last backup before a store's teardown). It is set by whoever creates the backup. Immutable.\n\nPossible enum values:\n - `\"Final\"` : the last backup before a store's teardown.\n - `\"Manual\"` : asked for by a user (the default).\n - `\"Scheduled\"` : made by a schedule.",
+							Default:     "Manual",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Final", "Manual", "Scheduled"},
+						},
+					},
+				},
+				Required: []string{"storeName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupStatus is the observed progress of a backup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase summarises the backup's progress: Pending, Running, Completed or Failed.\n\nPossible enum values:\n - `\"Completed\"` : the backup Job succeeded.\n - `\"Failed\"` : the backup Job failed for good.\n - `\"Pending\"` : accepted, no backup Job started yet.\n - `\"Running\"` : the backup Job runs.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Completed", "Failed", "Pending", "Running"},
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the metadata.generation the controller last acted on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the backup Job started.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the backup finished, successfully or not. It is never before startTime.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"jobName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobName is the name of the Job that takes the backup, in the backup's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"attempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Attempts is how many times the backup Job has been started, zero or more.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a human-readable detail of the phase, such as why the backup failed, at most 32768 bytes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations of the backup's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -63,6 +63,20 @@ func kvstoreFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 				s.Conditions = []metav1.Condition{cond}
 			}
 		},
+		func(s *kvstore.KeyValueStoreBackupSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if s.Reason == "" {
+				s.Reason = kvstore.BackupReasonManual
+			}
+		},
+		func(s *kvstore.KeyValueStoreBackupStatus, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if len(s.Conditions) == 0 {
+				var cond metav1.Condition
+				c.Fill(&cond)
+				s.Conditions = []metav1.Condition{cond}
+			}
+		},
 	}
 }
 

@@ -33,13 +33,24 @@ func Convert_kvstore_StorageSpec_To_v1alpha1_StorageSpec(in *kvstore.StorageSpec
 // addFieldLabelConversionFuncs declares which field selectors the API accepts.
 // Without it only metadata.name and metadata.namespace would be selectable.
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
-	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("KeyValueStore"),
+	if err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("KeyValueStore"),
 		func(label, value string) (string, string, error) {
 			switch label {
 			case "metadata.name", "metadata.namespace", "spec.image", "status.phase":
 				return label, value, nil
 			default:
 				return "", "", fmt.Errorf("field label %q is not supported for KeyValueStore; supported: metadata.name, metadata.namespace, spec.image, status.phase", label)
+			}
+		}); err != nil {
+		return err
+	}
+	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("KeyValueStoreBackup"),
+		func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "spec.storeName":
+				return label, value, nil
+			default:
+				return "", "", fmt.Errorf("field label %q is not supported for KeyValueStoreBackup; supported: metadata.name, metadata.namespace, spec.storeName", label)
 			}
 		})
 }

@@ -180,3 +180,18 @@ func TestDefaultsApplyToListItems(t *testing.T) {
 	assert.Equal(t, int32(1), *list.Items[1].Spec.Replicas)
 	assert.Equal(t, int32(6379), list.Items[1].Spec.Port)
 }
+
+func TestBackupReasonDefault(t *testing.T) {
+	scheme := newScheme(t)
+	empty := &v1alpha1.KeyValueStoreBackup{Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: "demo"}}
+	scheme.Default(empty)
+	assert.Equal(t, v1alpha1.BackupReasonManual, empty.Spec.Reason)
+
+	final := &v1alpha1.KeyValueStoreBackup{Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: "demo", Reason: v1alpha1.BackupReasonFinal}}
+	scheme.Default(final)
+	assert.Equal(t, v1alpha1.BackupReasonFinal, final.Spec.Reason, "a reason that is set is kept")
+
+	list := &v1alpha1.KeyValueStoreBackupList{Items: []v1alpha1.KeyValueStoreBackup{{}}}
+	scheme.Default(list)
+	assert.Equal(t, v1alpha1.BackupReasonManual, list.Items[0].Spec.Reason)
+}

@@ -7,5 +7,5 @@
 // +k8s:openapi-model-package=io.kvstore.v1alpha1
 
 // Package v1alpha1 is the v1alpha1 version of the kvstore.io API: the wire
-// and storage format of KeyValueStore.
+// and storage format of KeyValueStore and KeyValueStoreBackup.
 package v1alpha1

@@ -30,6 +30,8 @@ import (
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&KeyValueStore{}, func(obj interface{}) { SetObjectDefaults_KeyValueStore(obj.(*KeyValueStore)) })
+	scheme.AddTypeDefaultingFunc(&KeyValueStoreBackup{}, func(obj interface{}) { SetObjectDefaults_KeyValueStoreBackup(obj.(*KeyValueStoreBackup)) })
+	scheme.AddTypeDefaultingFunc(&KeyValueStoreBackupList{}, func(obj interface{}) { SetObjectDefaults_KeyValueStoreBackupList(obj.(*KeyValueStoreBackupList)) })
 	scheme.AddTypeDefaultingFunc(&KeyValueStoreList{}, func(obj interface{}) { SetObjectDefaults_KeyValueStoreList(obj.(*KeyValueStoreList)) })
 	return nil
 }
@@ -59,6 +61,19 @@ func SetObjectDefaults_KeyValueStore(in *KeyValueStore) {
 		if in.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == "" {
 			in.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "Retain"
 		}
+	}
+}
+
+func SetObjectDefaults_KeyValueStoreBackup(in *KeyValueStoreBackup) {
+	if in.Spec.Reason == "" {
+		in.Spec.Reason = "Manual"
+	}
+}
+
+func SetObjectDefaults_KeyValueStoreBackupList(in *KeyValueStoreBackupList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_KeyValueStoreBackup(a)
 	}
 }
 

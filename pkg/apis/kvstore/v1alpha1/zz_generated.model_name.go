@@ -32,6 +32,26 @@ func (in KeyValueStore) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in KeyValueStoreBackup) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.KeyValueStoreBackup"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in KeyValueStoreBackupList) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.KeyValueStoreBackupList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in KeyValueStoreBackupSpec) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.KeyValueStoreBackupSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in KeyValueStoreBackupStatus) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.KeyValueStoreBackupStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KeyValueStoreList) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.KeyValueStoreList"
 }

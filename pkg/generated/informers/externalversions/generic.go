@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=kvstore.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("keyvaluestores"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1alpha1().KeyValueStores().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("keyvaluestorebackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1alpha1().KeyValueStoreBackups().Informer()}, nil
 
 	}
 

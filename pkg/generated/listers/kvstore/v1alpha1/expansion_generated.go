@@ -25,3 +25,11 @@ type KeyValueStoreListerExpansion interface{}
 // KeyValueStoreNamespaceListerExpansion allows custom methods to be added to
 // KeyValueStoreNamespaceLister.
 type KeyValueStoreNamespaceListerExpansion interface{}
+
+// KeyValueStoreBackupListerExpansion allows custom methods to be added to
+// KeyValueStoreBackupLister.
+type KeyValueStoreBackupListerExpansion interface{}
+
+// KeyValueStoreBackupNamespaceListerExpansion allows custom methods to be added to
+// KeyValueStoreBackupNamespaceLister.
+type KeyValueStoreBackupNamespaceListerExpansion interface{}

@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// KeyValueStores returns a KeyValueStoreInformer.
 	KeyValueStores() TypedKeyValueStoreInformer
+	// KeyValueStoreBackups returns a KeyValueStoreBackupInformer.
+	KeyValueStoreBackups() TypedKeyValueStoreBackupInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // KeyValueStores returns a TypedKeyValueStoreInformer.
 func (v *version) KeyValueStores() TypedKeyValueStoreInformer {
 	return &keyValueStoreInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// KeyValueStoreBackups returns a TypedKeyValueStoreBackupInformer.
+func (v *version) KeyValueStoreBackups() TypedKeyValueStoreBackupInformer {
+	return &keyValueStoreBackupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

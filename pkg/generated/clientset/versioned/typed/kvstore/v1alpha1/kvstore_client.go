@@ -29,6 +29,7 @@ import (
 type KvstoreV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	KeyValueStoresGetter
+	KeyValueStoreBackupsGetter
 }
 
 // KvstoreV1alpha1Client is used to interact with features provided by the kvstore.io group.
@@ -38,6 +39,10 @@ type KvstoreV1alpha1Client struct {
 
 func (c *KvstoreV1alpha1Client) KeyValueStores(namespace string) KeyValueStoreInterface {
 	return newKeyValueStores(c, namespace)
+}
+
+func (c *KvstoreV1alpha1Client) KeyValueStoreBackups(namespace string) KeyValueStoreBackupInterface {
+	return newKeyValueStoreBackups(c, namespace)
 }
 
 // NewForConfig creates a new KvstoreV1alpha1Client for the given config.

@@ -32,6 +32,10 @@ func (c *FakeKvstoreV1alpha1) KeyValueStores(namespace string) v1alpha1.KeyValue
 	return newFakeKeyValueStores(c, namespace)
 }
 
+func (c *FakeKvstoreV1alpha1) KeyValueStoreBackups(namespace string) v1alpha1.KeyValueStoreBackupInterface {
+	return newFakeKeyValueStoreBackups(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeKvstoreV1alpha1) RESTClient() rest.Interface {
