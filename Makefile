@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0
 # kvstore-apiserver reports the Kubernetes library version it is built on, plus its own.
 LDFLAGS := -X k8s.io/component-base/version.gitVersion=v1.37.2+kvstore.$(subst -,.,$(VERSION))
 
-.PHONY: all build tools test test-unit test-integration test-e2e verify update-codegen run up down image bench bench-quick clean
+.PHONY: all build tools test test-unit test-fuzz test-integration test-e2e verify update-codegen run up down image bench bench-quick clean
 
 all: build
 
@@ -20,8 +20,14 @@ tools: ## Build the pinned etcd, Kubernetes components, kubectl and kwok (cached
 test: tools build ## Unit, integration and end-to-end tests.
 	hack/test.sh all
 
-test-unit:
+test-unit: ## Unit tests, then every fuzz target for 10s.
 	hack/test.sh unit
+
+# How long test-fuzz runs each fuzz target (a go test -fuzztime).
+FUZZTIME ?= 2m
+
+test-fuzz: ## Every fuzz target for FUZZTIME (default 2m) each.
+	hack/test.sh fuzz $(FUZZTIME)
 
 test-integration: tools
 	hack/test.sh integration

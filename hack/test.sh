@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
-# Runs the test suites: unit | integration | e2e | bench-quick | all.
+# Runs the test suites: unit | fuzz [FUZZTIME] | integration | e2e |
+# bench-quick | all. unit ends with every fuzz target for 10s each; fuzz runs
+# each for FUZZTIME (the argument, else the FUZZTIME variable, else 2m).
 # e2e and bench-quick use the local stack: a running one is reused; otherwise
 # one is brought up for them and torn down afterwards.
 set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 
-unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/bench); }
+unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/bench); fuzz 10s; }
+
+# fuzz FUZZTIME: every native fuzz target (func FuzzName in a _test.go under
+# pkg/) for FUZZTIME each. The first run builds instrumented packages; later
+# runs reuse them. A failing input is written to the package's
+# testdata/fuzz/FuzzName/, where plain `go test` runs it from then on.
+fuzz() {
+  local fuzztime=$1 file target
+  while IFS=: read -r file target; do
+    target=${target#func }
+    target=${target%(}
+    echo ">> ${target} (./$(dirname "${file}")) for ${fuzztime}"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "./$(dirname "${file}")"
+  done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*(' pkg | sort)
+}
 integration() { go test -count=1 -timeout 15m ./test/integration/...; }
 e2e()         { go test -count=1 -timeout 30m ./test/e2e/...; }
 bench_quick() { go run ./test/bench/cmd/kvsbench --quick; }
@@ -27,9 +43,10 @@ with_stack() {
 
 case "${1:-all}" in
   unit) unit ;;
+  fuzz) fuzz "${2:-${FUZZTIME:-2m}}" ;;
   integration) integration ;;
   e2e) with_stack e2e ;;
   bench-quick) with_stack bench_quick ;;
   all) unit; integration; with_stack bash -c "$(declare -f e2e bench_quick); bench_quick && e2e" ;;
-  *) echo "usage: $0 unit|integration|e2e|bench-quick|all" >&2; exit 2 ;;
+  *) echo "usage: $0 unit|fuzz [FUZZTIME]|integration|e2e|bench-quick|all" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,11 +27,22 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/admission/quota"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver/quantityguard"
 	kvsopenapi "github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
 )
 
 // DefaultEtcdPathPrefix keeps our keys apart from kube-apiserver's if an etcd is shared.
 const DefaultEtcdPathPrefix = "/registry/kvstore.io"
+
+// MaxRequestBodyBytes bounds the body of every create, update, patch and
+// delete: a longer one is refused with 413 before any of it is decoded. It is
+// also the most a JSON patch may copy (its "copy" operations can otherwise
+// grow a small patch into a huge object). kube-apiserver uses the same 3 MiB:
+// room for a JSON or YAML body twice the size of etcd's 1.5 MiB request limit,
+// since the object is stored as the smaller protobuf. Stated here, not taken
+// from k8s.io/apiserver's defaults, so a library update cannot move it
+// (docs/api.md, "Hostile input").
+const MaxRequestBodyBytes = 3 * 1024 * 1024
 
 func init() {
 	// Off by default (--feature-gates=WatchListCompression=true turns it back
@@ -91,6 +103,8 @@ func NewOptions() *Options {
 	// Close open watches (the aggregator keeps several) at shutdown instead of
 	// waiting for them to time out, so a stopping replica exits in seconds.
 	o.ServerRun.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+	o.ServerRun.MaxRequestBodyBytes = MaxRequestBodyBytes
+	o.ServerRun.JSONPatchMaxCopyBytes = MaxRequestBodyBytes
 	return o
 }
 
@@ -157,6 +171,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	// Innermost, so authentication and authorization run first.
+	serverConfig.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(quantityguard.WithFilter(h, apiserver.Codecs, c.MaxRequestBodyBytes), c)
+	}
 	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
 	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(kvsopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIConfig.Info.Title = "kvstore-apiserver"

@@ -68,7 +68,7 @@ func (r *ScaleREST) Get(ctx context.Context, name string, options *metav1.GetOpt
 // allowed: a missing store is a 404.
 func (r *ScaleREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	obj, _, err := r.store.Update(ctx, name,
-		&scaleUpdatedObjectInfo{name: name, reqObjInfo: objInfo},
+		&scaleUpdatedObjectInfo{name: name, reqObjInfo: patchErrorsAsBadRequest(ctx, objInfo)},
 		toScaleCreateValidation(createValidation),
 		toScaleUpdateValidation(updateValidation),
 		false, options)

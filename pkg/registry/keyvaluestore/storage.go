@@ -32,6 +32,12 @@ func (*REST) ShortNames() []string { return []string{"kvs"} }
 // Categories lets `kubectl get kvstore` list every kvstore.io resource.
 func (*REST) Categories() []string { return []string{"kvstore"} }
 
+// Update answers a patch that cannot be applied with 400 (see
+// patchErrorsAsBadRequest).
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.Store.Update(ctx, name, patchErrorsAsBadRequest(ctx, objInfo), createValidation, updateValidation, forceAllowCreate, options)
+}
+
 // Storage is the keyvaluestores resource and its subresources, all on one
 // etcd storage so they never disagree.
 type Storage struct {
@@ -103,7 +109,7 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 
 // Update writes status. Creating through /status is never allowed.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, patchErrorsAsBadRequest(ctx, objInfo), createValidation, updateValidation, false, options)
 }
 
 // GetResetFields returns the fields /status never owns.

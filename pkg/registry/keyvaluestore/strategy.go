@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -73,7 +74,7 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newKVS := obj.(*kvstore.KeyValueStore)
 	oldKVS := old.(*kvstore.KeyValueStore)
 	newKVS.Status = oldKVS.Status
-	if !apiequality.Semantic.DeepEqual(newKVS.Spec, oldKVS.Spec) {
+	if specChanged(newKVS.Spec, oldKVS.Spec) {
 		newKVS.Generation = oldKVS.Generation + 1
 	}
 	// Decided on the stored object: the request body's deletionTimestamp is
@@ -81,6 +82,17 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if oldKVS.DeletionTimestamp == nil {
 		ensureTeardownFinalizer(newKVS)
 	}
+}
+
+// specChanged compares specs as apiequality.Semantic does, but the storage
+// sizes with validation.SizesEqual: this runs before validation, on
+// whatever size the request carries.
+func specChanged(newSpec, oldSpec kvstore.KeyValueStoreSpec) bool {
+	if !validation.SizesEqual(newSpec.Storage.Size, oldSpec.Storage.Size) {
+		return true
+	}
+	newSpec.Storage.Size, oldSpec.Storage.Size = resource.Quantity{}, resource.Quantity{}
+	return !apiequality.Semantic.DeepEqual(newSpec, oldSpec)
 }
 
 func ensureTeardownFinalizer(kvs *kvstore.KeyValueStore) {

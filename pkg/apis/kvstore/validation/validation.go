@@ -4,10 +4,13 @@ package validation
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -44,6 +47,11 @@ const (
 	maxStatusImage    = 4096
 	maxSelectorLength = 4096
 )
+
+// MaxStorageSize is the largest spec.storage.size: the most bytes an int64
+// counts, as a claim's capacity is. It keeps every size comparable at no
+// cost (see SizesEqual).
+var MaxStorageSize = *resource.NewQuantity(math.MaxInt64, resource.BinarySI)
 
 var (
 	// An OCI/Docker image reference: [registry[:port]/]path[:tag][@digest].
@@ -100,9 +108,39 @@ func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.Er
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSpec(&newObj.Spec, &oldObj.Spec, specPath)...)
 	// A StatefulSet's volumeClaimTemplates cannot change, so neither can storage.
-	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(newObj.Spec.Storage, oldObj.Spec.Storage, specPath.Child("storage"))...)
+	if !StorageEqual(newObj.Spec.Storage, oldObj.Spec.Storage) {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("storage"), newObj.Spec.Storage, apimachineryvalidation.FieldImmutableErrorMsg))
+	}
 	return allErrs
 }
+
+// StorageEqual compares two storage specs as apiequality.Semantic does
+// (sizes by value, so 1Gi equals 1024Mi), with SizesEqual for the sizes.
+func StorageEqual(a, b kvstore.StorageSpec) bool {
+	return SizesEqual(a.Size, b.Size) && apiequality.Semantic.DeepEqual(a.StorageClassName, b.StorageClassName)
+}
+
+// SizesEqual compares two quantities by value when both are within
+// MaxStorageSize's range, and by their text otherwise. Quantity.Cmp computes
+// 10 to the power of the difference of their exponents, which for a size
+// stored before MaxStorageSize existed (e.g. "10e1215752190") would take
+// hours and gigabytes.
+func SizesEqual(a, b resource.Quantity) bool {
+	if cheapToCompare(a) && cheapToCompare(b) {
+		return a.Cmp(b) == 0
+	}
+	return a.String() == b.String()
+}
+
+// cheapToCompare: q's exponent is small enough for Cmp against any other
+// comparable quantity to be cheap. Parsed quantities have at most 9
+// decimal places (nano), and 19 digits reach past MaxStorageSize.
+func cheapToCompare(q resource.Quantity) bool {
+	d := q.AsDec() // q is a copy: AsDec may change its representation.
+	return d.Scale() >= -maxComparableExponent && d.Scale() <= maxComparableExponent
+}
+
+const maxComparableExponent = 64
 
 // validateNoGarbageCollectorFinalizers refuses the orphan and
 // foregroundDeletion finalizers unless the stored object already had them
@@ -144,8 +182,15 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	}
 
 	storagePath := fldPath.Child("storage")
-	if spec.Storage.Size.Sign() <= 0 {
-		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), spec.Storage.Size.String(), "must be greater than zero"))
+	switch size := spec.Storage.Size; {
+	case size.Sign() <= 0:
+		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), size.String(), "must be greater than zero"))
+	case (oldSpec == nil || !SizesEqual(size, oldSpec.Storage.Size)) && (!cheapToCompare(size) || size.Cmp(MaxStorageSize) > 0):
+		// Checked only when the size changes (storage is immutable, so
+		// only on create): a store created before the limit existed can
+		// still be updated and released by its teardown.
+		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), size.String(),
+			fmt.Sprintf("must be at most %d bytes (just under 8Ei)", int64(math.MaxInt64))))
 	}
 	if sc := spec.Storage.StorageClassName; sc != nil {
 		scPath := storagePath.Child("storageClassName")

@@ -1,0 +1,72 @@
+package quantityguard
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// Guarded is the resource whose request bodies the filter checks.
+var Guarded = schema.GroupResource{Group: "kvstore.io", Resource: "keyvaluestores"}
+
+// WithFilter checks the body of every create, update and patch of a
+// KeyValueStore and of its /status (a /scale body carries no quantity) and
+// answers 422 for one Check refuses, before the request is decoded. It runs
+// inside authentication and authorization, so only a client allowed to write
+// gets its body read. A body over maxBodyBytes is passed on unread, for the
+// handler to refuse with 413. Errors are written with codecs.
+func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBodyBytes int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info, ok := genericapirequest.RequestInfoFrom(req.Context())
+		if !ok || !guarded(info) || req.Body == nil {
+			handler.ServeHTTP(w, req)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
+		if err != nil {
+			responsewriters.ErrorNegotiated(apierrors.NewBadRequest("reading the request body: "+err.Error()),
+				codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+			return
+		}
+		if int64(len(body)) > maxBodyBytes {
+			req.Body = readCloser{io.MultiReader(bytes.NewReader(body), req.Body), req.Body}
+			handler.ServeHTTP(w, req)
+			return
+		}
+		if fieldErr := Check(req.Header.Get("Content-Type"), body); fieldErr != nil {
+			gk := schema.GroupKind{Group: Guarded.Group, Kind: "KeyValueStore"}
+			responsewriters.ErrorNegotiated(apierrors.NewInvalid(gk, info.Name, field.ErrorList{fieldErr}),
+				codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+			return
+		}
+		req.Body = readCloser{bytes.NewReader(body), req.Body}
+		handler.ServeHTTP(w, req)
+	})
+}
+
+func guarded(info *genericapirequest.RequestInfo) bool {
+	if !info.IsResourceRequest || info.APIGroup != Guarded.Group || info.Resource != Guarded.Resource {
+		return false
+	}
+	if info.Subresource != "" && info.Subresource != "status" {
+		return false
+	}
+	switch info.Verb {
+	case "create", "update", "patch":
+		return true
+	}
+	return false
+}
+
+// readCloser reads from the buffered body and closes the original.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

@@ -1,0 +1,98 @@
+package quantityguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+func TestWithFilter(t *testing.T) {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	codecs := serializer.NewCodecFactory(scheme)
+	const maxBody = 1024
+	bad := withSize(`"` + hugeExponent + `"`)
+	fine := withSize(`"1Gi"`)
+	kvs := func(verb, subresource, name string) *genericapirequest.RequestInfo {
+		return &genericapirequest.RequestInfo{
+			IsResourceRequest: true, APIGroup: "kvstore.io", APIVersion: "v1alpha1",
+			Resource: "keyvaluestores", Subresource: subresource, Verb: verb, Name: name,
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		info    *genericapirequest.RequestInfo
+		body    string
+		refused bool
+	}{
+		{"create", kvs("create", "", ""), bad, true},
+		{"update", kvs("update", "", "a"), bad, true},
+		{"patch", kvs("patch", "", "a"), bad, true},
+		{"update of /status", kvs("update", "status", "a"), bad, true},
+		{"a fine create", kvs("create", "", ""), fine, false},
+		{"update of /scale", kvs("update", "scale", "a"), bad, false},
+		{"delete", kvs("delete", "", "a"), bad, false},
+		{"another resource", &genericapirequest.RequestInfo{IsResourceRequest: true, APIGroup: "kvstore.io", Resource: "keyvaluestorebackups", Verb: "create"}, bad, false},
+		{"another group", &genericapirequest.RequestInfo{IsResourceRequest: true, APIGroup: "apps", Resource: "keyvaluestores", Verb: "create"}, bad, false},
+		{"not a resource", &genericapirequest.RequestInfo{Verb: "post", Path: "/apis/kvstore.io/v1alpha1/keyvaluestores"}, bad, false},
+		{"no request info", nil, bad, false},
+		{"over the body limit", kvs("create", "", ""), bad + strings.Repeat(" ", maxBody), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			next := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				var err error
+				got, err = io.ReadAll(req.Body)
+				require.NoError(t, err)
+				require.NoError(t, req.Body.Close())
+				w.WriteHeader(http.StatusTeapot)
+			})
+			req := httptest.NewRequest(http.MethodPost, "/apis/kvstore.io/v1alpha1/namespaces/ns/keyvaluestores", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.info != nil {
+				req = req.WithContext(genericapirequest.WithRequestInfo(req.Context(), tc.info))
+			}
+			rec := httptest.NewRecorder()
+			WithFilter(next, codecs, maxBody).ServeHTTP(rec, req)
+
+			if !tc.refused {
+				assert.Equal(t, http.StatusTeapot, rec.Code)
+				assert.Equal(t, tc.body, string(got), "the handler reads the body as it was sent")
+				return
+			}
+			assert.Nil(t, got, "a refused request never reaches the handler")
+			require.Equal(t, http.StatusUnprocessableEntity, rec.Code, rec.Body.String())
+			var status metav1.Status
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &status), rec.Body.String())
+			assert.Equal(t, metav1.StatusReasonInvalid, status.Reason)
+			require.NotNil(t, status.Details)
+			assert.Equal(t, "KeyValueStore", status.Details.Kind)
+			assert.Equal(t, tc.info.Name, status.Details.Name)
+			require.Len(t, status.Details.Causes, 1)
+			assert.Equal(t, "spec.storage.size", status.Details.Causes[0].Field)
+		})
+	}
+}
+
+// TestWithFilterNoBody: a write without a body is the handler's to refuse.
+func TestWithFilterNoBody(t *testing.T) {
+	called := false
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(nil))
+	req.Body = nil
+	info := &genericapirequest.RequestInfo{IsResourceRequest: true, APIGroup: "kvstore.io", Resource: "keyvaluestores", Verb: "create"}
+	req = req.WithContext(genericapirequest.WithRequestInfo(req.Context(), info))
+	WithFilter(next, serializer.NewCodecFactory(runtime.NewScheme()), 1024).ServeHTTP(httptest.NewRecorder(), req)
+	assert.True(t, called)
+}

@@ -1,0 +1,269 @@
+// Package quantityguard refuses request bodies whose spec.storage.size the
+// server cannot afford to decode.
+//
+// k8s.io/apimachinery's resource.ParseQuantity, which every decoder of a
+// KeyValueStore calls on spec.storage.size (JSON, YAML, protobuf, CBOR, and
+// the strategic-merge-patch and server-side-apply paths through unstructured
+// objects), costs time and memory exponential in the length of its input's
+// exponent: "1e-99999999" pins a CPU for minutes, a larger one for hours,
+// before any of our code runs. A quantity whose exponent is large but parses
+// quickly (e.g. "1e2147483647") does the same later, the first time it is
+// compared with another size. So the guard looks at spec.storage.size in the
+// request body before the decoder does, and refuses a value longer than
+// MaxQuantityLength characters or with an exponent of MaxQuantityExponent or
+// more in magnitude. No real size comes near either limit; validation then
+// bounds the value itself (validation.MaxStorageSize).
+package quantityguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// MaxQuantityLength is the longest spec.storage.size accepted, in bytes.
+	MaxQuantityLength = 64
+	// MaxQuantityExponent bounds the magnitude of a decimal exponent
+	// ("1e12"): comparing sizes computes 10 to its power.
+	MaxQuantityExponent = 1000
+)
+
+// sizePath is where a KeyValueStore holds its only quantity.
+var sizePath = []string{"spec", "storage", "size"}
+
+// Check refuses a KeyValueStore request body (an object, or a patch of one)
+// of the given Content-Type whose spec.storage.size is too long or has too
+// large an exponent, and a JSON patch that copies or moves any value into
+// spec.storage.size (its source cannot be checked). It looks at every
+// occurrence of the field, a key given twice included: decoding into a
+// struct parses each one. It accepts JSON, YAML and protobuf it cannot
+// parse: the decoder then refuses it before it parses any quantity.
+func Check(contentType string, body []byte) *field.Error {
+	mediaType := runtime.ContentTypeJSON // what the server assumes when none is given
+	if contentType != "" {
+		var err error
+		if mediaType, _, err = mime.ParseMediaType(contentType); err != nil {
+			return nil
+		}
+	}
+	switch mediaType {
+	case runtime.ContentTypeJSON, string(types.MergePatchType), string(types.StrategicMergePatchType):
+		return checkJSON(body, sizePath)
+	case string(types.JSONPatchType):
+		return checkJSONPatch(body)
+	case runtime.ContentTypeYAML, string(types.ApplyYAMLPatchType):
+		// The decoders turn YAML into JSON first, and so does the guard.
+		data, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil
+		}
+		return checkJSON(data, sizePath)
+	case runtime.ContentTypeCBOR, string(types.ApplyCBORPatchType):
+		// The CBOR decoder refuses a repeated key only once it has decoded
+		// the first, so a body the guard cannot read is refused here.
+		var doc any
+		if err := direct.Unmarshal(body, &doc); err != nil {
+			return field.Invalid(field.NewPath(sizePath[0], sizePath[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
+		}
+		return checkAt(doc, sizePath)
+	case runtime.ContentTypeProtobuf:
+		return checkProtobuf(body)
+	}
+	return nil
+}
+
+// checkJSON checks every value reached by the keys of path in a JSON
+// document. Keys match case-insensitively, a superset of what any decoder
+// matches; numbers keep their text, which is what Quantity parses.
+func checkJSON(data []byte, path []string) *field.Error {
+	if !json.Valid(data) {
+		return nil // refused by the decoder, which validates before it decodes anything
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	err, _ := walkJSON(d, path, true)
+	return err
+}
+
+// walkJSON reads one value: one on the path (onPath) is followed by its
+// keys that match path, and checked where path ends; any other is skipped.
+// ok is false for broken JSON.
+func walkJSON(d *json.Decoder, path []string, onPath bool) (err *field.Error, ok bool) {
+	if !onPath {
+		// Decoding skips a value faster than reading its tokens.
+		var skipped json.RawMessage
+		return nil, d.Decode(&skipped) == nil
+	}
+	tok, tokErr := d.Token()
+	if tokErr != nil {
+		return nil, false
+	}
+	delim, isDelim := tok.(json.Delim)
+	if !isDelim {
+		if len(path) == 0 {
+			return checkQuantity(tok), true
+		}
+		return nil, true
+	}
+	switch delim {
+	case '{':
+		for d.More() {
+			keyTok, tokErr := d.Token()
+			if tokErr != nil {
+				return nil, false
+			}
+			key, _ := keyTok.(string)
+			follow := len(path) > 0 && strings.EqualFold(key, path[0])
+			rest := path
+			if follow {
+				rest = path[1:]
+			}
+			if err, ok = walkJSON(d, rest, follow); err != nil || !ok {
+				return err, ok
+			}
+		}
+	case '[':
+		for d.More() {
+			if _, ok = walkJSON(d, nil, false); !ok {
+				return nil, false
+			}
+		}
+	}
+	if _, tokErr = d.Token(); tokErr != nil { // the closing delimiter
+		return nil, false
+	}
+	return nil, true
+}
+
+// checkAt checks every value reached from v by the keys of path (a decoded
+// CBOR document, whose decoder refuses repeated keys).
+func checkAt(v any, path []string) *field.Error {
+	if len(path) == 0 {
+		return checkQuantity(v)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for k, child := range m {
+		if strings.EqualFold(k, path[0]) {
+			if err := checkAt(child, path[1:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkJSONPatch checks what add and replace operations write at or above
+// spec.storage.size, and refuses copy and move operations to there. Like
+// the JSON patch library, it reads each operation's members once (the last
+// of a repeated one); the values it writes are checked whole.
+func checkJSONPatch(body []byte) *field.Error {
+	var ops []map[string]json.RawMessage
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return nil
+	}
+	for _, op := range ops {
+		var name, path string
+		if json.Unmarshal(op["op"], &name) != nil || json.Unmarshal(op["path"], &path) != nil {
+			continue
+		}
+		rest, above := below(pointerTokens(path), sizePath)
+		if !above {
+			continue
+		}
+		switch name {
+		case "add", "replace":
+			if err := checkJSON(op["value"], rest); err != nil {
+				return err
+			}
+		case "copy", "move":
+			return field.Forbidden(field.NewPath(sizePath[0], sizePath[1:]...),
+				fmt.Sprintf("a JSON patch may not %s a value to %q, which holds spec.storage.size; set the size with add or replace", name, path))
+		}
+	}
+	return nil
+}
+
+// pointerTokens splits a JSON pointer as the JSON patch library does: the
+// first segment is dropped whatever it holds, ~1 and ~0 are unescaped.
+func pointerTokens(pointer string) []string {
+	parts := strings.Split(pointer, "/")[1:]
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+// below reports whether tokens address path or one of its ancestors, and
+// what is left of path under them.
+func below(tokens, path []string) ([]string, bool) {
+	if len(tokens) > len(path) {
+		return nil, false
+	}
+	for i, t := range tokens {
+		if !strings.EqualFold(t, path[i]) {
+			return nil, false
+		}
+	}
+	return path[len(tokens):], true
+}
+
+// checkQuantity refuses a quantity, quoted or not, that is too long or has
+// too large an exponent. Values of other types are the decoder's to refuse.
+func checkQuantity(v any) *field.Error {
+	var s string
+	switch q := v.(type) {
+	case string:
+		s = q
+	case json.Number:
+		s = q.String()
+	case []byte:
+		s = string(q)
+	default:
+		return nil
+	}
+	s = strings.TrimSpace(s)
+	fldPath := field.NewPath(sizePath[0], sizePath[1:]...)
+	if len(s) > MaxQuantityLength {
+		return field.TooLong(fldPath, s[:MaxQuantityLength]+"...", MaxQuantityLength)
+	}
+	if exp, ok := exponent(s); ok && (exp <= -MaxQuantityExponent || exp >= MaxQuantityExponent) {
+		return field.Invalid(fldPath, s, fmt.Sprintf("the exponent must be between -%d and %d, exclusive", MaxQuantityExponent, MaxQuantityExponent))
+	}
+	return nil
+}
+
+// exponent returns the decimal exponent of a quantity ("1e12", "5E-3"), as
+// ParseQuantity reads it: after the sign, digits and decimal point, an "e"
+// or "E" and then the rest. An exponent too large for an int64 is returned
+// as the largest one.
+func exponent(s string) (int64, bool) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("+-0123456789.", r) })
+	if i < 0 || (s[i] != 'e' && s[i] != 'E') || i+1 == len(s) {
+		return 0, false
+	}
+	digits := s[i+1:]
+	exp, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			if strings.HasPrefix(digits, "-") {
+				return -1 << 63, true
+			}
+			return 1<<63 - 1, true
+		}
+		return 0, false
+	}
+	return exp, true
+}
