@@ -20,7 +20,8 @@ type ownedKind[T metav1.Object, AC any] struct {
 	cached func(namespace, name string) (T, error)
 	// live reads the server: the only way to see an unlabelled object that
 	// happens to carry a store's derived name.
-	live    func(ctx context.Context, namespace, name string) (T, error)
+	live func(ctx context.Context, namespace, name string) (T, error)
+	// extract returns the fields we applied; unused for createOnly kinds.
 	extract func(T) (AC, error)
 	apply   func(ctx context.Context, namespace string, desired AC) (T, error)
 	// createOnly kinds (Jobs: their template is immutable) are applied only

@@ -6,7 +6,6 @@ package keyvaluestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -145,7 +144,6 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 			},
 			// Jobs are created once and never reapplied: nothing to extract.
 			createOnly: true,
-			extract:    func(*batchv1.Job) (*batchv1ac.JobApplyConfiguration, error) { return nil, errNoExtract },
 			apply: func(ctx context.Context, ns string, ac *batchv1ac.JobApplyConfiguration) (*batchv1.Job, error) {
 				return kube.BatchV1().Jobs(ns).Apply(ctx, ac, applyOptions)
 			},
@@ -205,9 +203,6 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	}
 	return c, nil
 }
-
-// errNoExtract makes applyUnlessUnchanged always apply a kind it never reapplies.
-var errNoExtract = errors.New("not extracted")
 
 type watchOption func(*cache.ResourceEventHandlerFuncs)
 
