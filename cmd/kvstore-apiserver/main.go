@@ -10,6 +10,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"           // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"  // client-go metrics on /metrics
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue depth and latency on /metrics
+	_ "time/tzdata"                                        // spec.backup.timeZone on images without a zoneinfo database
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/cmd/server"
 )

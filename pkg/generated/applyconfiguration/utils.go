@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=kvstore.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupSpec"):
 		return &kvstorev1alpha1.BackupSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
+		return &kvstorev1alpha1.BootstrapSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"):
 		return &kvstorev1alpha1.KeyValueStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"):

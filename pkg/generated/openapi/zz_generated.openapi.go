@@ -35,6 +35,7 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.BackupSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref),
+		v1alpha1.BootstrapSpec{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref),
 		v1alpha1.KeyValueStore{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_KeyValueStore(ref),
 		v1alpha1.KeyValueStoreBackup{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackup(ref),
 		v1alpha1.KeyValueStoreBackupList{}.OpenAPIModelName():              schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupList(ref),
@@ -129,7 +130,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "BackupSpec describes the final backup Job run before teardown.",
+				Description: "BackupSpec describes the store's backup Jobs and their schedule.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"image": {
@@ -147,7 +148,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas). At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
+							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -162,6 +163,84 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 					"activeDeadlineSeconds": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ActiveDeadlineSeconds bounds how long the backup Job may run, in seconds. After it the backup counts as failed.",
+							Default:     600,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"schedule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"timeZone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeZone is the IANA time zone name the schedule is read in, for example \"Europe/Berlin\". Empty: UTC.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"keep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Keep is how many Completed scheduled backups are kept, from 1 to 100 (default 7); older ones are deleted. Manual and Final backups are never deleted by the controller.",
+							Default:     7,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"image"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BootstrapSpec is the Job that prepares a new store's data.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the container image of the bootstrap Job, at most 512 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME names the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"fromBackup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FromBackup is the name of a Completed KeyValueStoreBackup in the store's namespace to restore. It is checked when the bootstrap runs: a backup that is missing or not Completed fails the store.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds bounds how long the bootstrap Job may run, in seconds.",
 							Default:     600,
 							Type:        []string{"integer"},
 							Format:      "int64",
@@ -538,7 +617,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 					},
 					"backup": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Backup configures a final backup Job run before the store's data replicas are torn down on deletion. Without it no backup is taken.",
+							Description: "Backup configures how the store is backed up: the image and command of every backup Job (KeyValueStoreBackups, on demand or on a schedule), and the final backup run before the data replicas are torn down on deletion. Without it no backup is taken.",
 							Ref:         ref(v1alpha1.BackupSpec{}.OpenAPIModelName()),
 						},
 					},
@@ -555,12 +634,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							Format:      "",
 						},
 					},
+					"bootstrap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bootstrap is a Job run once, after the data replicas are first ready and before the proxy tier is created: to seed data, configure replication or restore a backup. Set at create only; immutable.",
+							Ref:         ref(v1alpha1.BootstrapSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -573,10 +658,10 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : accepted, nothing created yet.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : accepted, nothing created yet.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
+							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
 						},
 					},
 					"observedGeneration": {
@@ -623,7 +708,13 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 					},
 					"lastBackupTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "LastBackupTime is when the final backup last succeeded.",
+							Description: "LastBackupTime is when the store's newest Completed backup (of any reason) completed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"nextBackupTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextBackupTime is the next slot of spec.backup.schedule; unset without a schedule or while the store is paused.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -646,7 +737,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the store's state: Available, Progressing, Degraded and BackupSucceeded.",
+							Description: "Conditions are the latest observations of the store's state: Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -46,6 +46,12 @@ func kvstoreFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 			if s.Backup != nil && s.Backup.ActiveDeadlineSeconds == nil {
 				s.Backup.ActiveDeadlineSeconds = ptr.To[int64](600)
 			}
+			if s.Backup != nil && s.Backup.Keep == nil {
+				s.Backup.Keep = ptr.To[int32](7)
+			}
+			if s.Bootstrap != nil && s.Bootstrap.ActiveDeadlineSeconds == nil {
+				s.Bootstrap.ActiveDeadlineSeconds = ptr.To[int64](600)
+			}
 			if s.PersistentVolumeClaimRetentionPolicy == nil {
 				s.PersistentVolumeClaimRetentionPolicy = &kvstore.PersistentVolumeClaimRetentionPolicy{}
 			}
@@ -143,7 +149,9 @@ func TestRoundTripQuantityAndConditions(t *testing.T) {
 			Proxy:    &kvstore.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"},
 			Backup: &kvstore.BackupSpec{
 				Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](60),
+				Schedule: "0 3 * * *", TimeZone: ptr.To("Europe/Berlin"), Keep: ptr.To[int32](7),
 			},
+			Bootstrap: &kvstore.BootstrapSpec{Image: "restore:1", FromBackup: "nightly", ActiveDeadlineSeconds: ptr.To[int64](60)},
 			PersistentVolumeClaimRetentionPolicy: &kvstore.PersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: kvstore.DeletePersistentVolumeClaimRetentionPolicyType,
 			},

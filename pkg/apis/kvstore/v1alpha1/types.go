@@ -58,8 +58,10 @@ type KeyValueStoreSpec struct {
 	// +optional
 	Proxy *ProxySpec `json:"proxy,omitempty" protobuf:"bytes,5,opt,name=proxy"`
 
-	// Backup configures a final backup Job run before the store's data
-	// replicas are torn down on deletion. Without it no backup is taken.
+	// Backup configures how the store is backed up: the image and command of
+	// every backup Job (KeyValueStoreBackups, on demand or on a schedule),
+	// and the final backup run before the data replicas are torn down on
+	// deletion. Without it no backup is taken.
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty" protobuf:"bytes,6,opt,name=backup"`
 
@@ -73,6 +75,12 @@ type KeyValueStoreSpec struct {
 	// teardown, since the finalizer must eventually be released.
 	// +optional
 	Paused bool `json:"paused,omitempty" protobuf:"varint,8,opt,name=paused"`
+
+	// Bootstrap is a Job run once, after the data replicas are first ready
+	// and before the proxy tier is created: to seed data, configure
+	// replication or restore a backup. Set at create only; immutable.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty" protobuf:"bytes,9,opt,name=bootstrap"`
 }
 
 // StorageSpec describes the persistent volume of each data replica.
@@ -107,15 +115,17 @@ type ProxySpec struct {
 	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
 }
 
-// BackupSpec describes the final backup Job run before teardown.
+// BackupSpec describes the store's backup Jobs and their schedule.
 type BackupSpec struct {
 	// Image is the container image of the backup Job, at most 512 bytes.
 	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
 
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
-	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
-	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT,
+	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
+	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
+	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
 	// +optional
 	// +listType=atomic
@@ -126,6 +136,54 @@ type BackupSpec struct {
 	// +optional
 	// +default=600
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,3,opt,name=activeDeadlineSeconds"`
+
+	// Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled)
+	// at each slot of this standard 5-field cron expression, for example
+	// "0 3 * * *"; the @hourly/@daily/@weekly/@monthly/@yearly forms are
+	// accepted. After downtime at most one backup catches up on missed
+	// slots. Empty: no scheduled backups.
+	// +optional
+	Schedule string `json:"schedule,omitempty" protobuf:"bytes,4,opt,name=schedule"`
+
+	// TimeZone is the IANA time zone name the schedule is read in, for
+	// example "Europe/Berlin". Empty: UTC.
+	// +optional
+	TimeZone *string `json:"timeZone,omitempty" protobuf:"bytes,5,opt,name=timeZone"`
+
+	// Keep is how many Completed scheduled backups are kept, from 1 to 100
+	// (default 7); older ones are deleted. Manual and Final backups are
+	// never deleted by the controller.
+	// +optional
+	// +default=7
+	Keep *int32 `json:"keep,omitempty" protobuf:"varint,6,opt,name=keep"`
+}
+
+// BootstrapSpec is the Job that prepares a new store's data.
+type BootstrapSpec struct {
+	// Image is the container image of the bootstrap Job, at most 512 bytes.
+	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
+
+	// Command is the entrypoint of the bootstrap container. When empty the
+	// image's own entrypoint runs. The container gets the same environment
+	// as a backup Job (without KVSTORE_BACKUP_REASON); when restoring,
+	// KVSTORE_BACKUP_NAME names the backup to restore and
+	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
+	// each at most 4096 bytes and 32768 bytes in all.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
+
+	// FromBackup is the name of a Completed KeyValueStoreBackup in the
+	// store's namespace to restore. It is checked when the bootstrap runs:
+	// a backup that is missing or not Completed fails the store.
+	// +optional
+	FromBackup string `json:"fromBackup,omitempty" protobuf:"bytes,3,opt,name=fromBackup"`
+
+	// ActiveDeadlineSeconds bounds how long the bootstrap Job may run, in
+	// seconds.
+	// +optional
+	// +default=600
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,4,opt,name=activeDeadlineSeconds"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType is what happens to the data
@@ -160,6 +218,9 @@ const (
 	PhasePending KeyValueStorePhase = "Pending"
 	// PhaseCreating: workloads exist but are not yet all ready.
 	PhaseCreating KeyValueStorePhase = "Creating"
+	// PhaseBootstrapping: the data replicas are ready and the bootstrap Job
+	// runs; the proxy tier waits for it.
+	PhaseBootstrapping KeyValueStorePhase = "Bootstrapping"
 	// PhaseReady: every data replica (and proxy replica) is ready at the current spec.
 	PhaseReady KeyValueStorePhase = "Ready"
 	// PhaseUpgrading: a change of image or replicas is rolling out.
@@ -182,6 +243,12 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionBackupSucceeded reports the final backup before deletion.
 	ConditionBackupSucceeded = "BackupSucceeded"
+	// ConditionScheduledBackupSucceeded reports the outcome of the last
+	// finished scheduled backup.
+	ConditionScheduledBackupSucceeded = "ScheduledBackupSucceeded"
+	// ConditionBootstrapped is True once the bootstrap Job succeeded; False
+	// while it runs or after it failed for good.
+	ConditionBootstrapped = "Bootstrapped"
 )
 
 const (
@@ -195,7 +262,7 @@ const (
 
 // KeyValueStoreStatus is the observed state of a KeyValueStore.
 type KeyValueStoreStatus struct {
-	// Phase summarises the store's state: Pending, Creating, Ready,
+	// Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready,
 	// Upgrading, Degraded, Terminating or Failed.
 	// +optional
 	Phase KeyValueStorePhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=KeyValueStorePhase"`
@@ -225,16 +292,23 @@ type KeyValueStoreStatus struct {
 	// +optional
 	CurrentImage string `json:"currentImage,omitempty" protobuf:"bytes,7,opt,name=currentImage"`
 
-	// LastBackupTime is when the final backup last succeeded.
+	// LastBackupTime is when the store's newest Completed backup
+	// (of any reason) completed.
 	// +optional
 	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty" protobuf:"bytes,8,opt,name=lastBackupTime"`
+
+	// NextBackupTime is the next slot of spec.backup.schedule; unset without
+	// a schedule or while the store is paused.
+	// +optional
+	NextBackupTime *metav1.Time `json:"nextBackupTime,omitempty" protobuf:"bytes,11,opt,name=nextBackupTime"`
 
 	// Selector is the label selector of the data replica Pods, in string form.
 	// +optional
 	Selector string `json:"selector,omitempty" protobuf:"bytes,9,opt,name=selector"`
 
 	// Conditions are the latest observations of the store's state:
-	// Available, Progressing, Degraded and BackupSucceeded.
+	// Available, Progressing, Degraded, Bootstrapped,
+	// ScheduledBackupSucceeded and BackupSucceeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

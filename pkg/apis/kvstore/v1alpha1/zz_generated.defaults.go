@@ -56,10 +56,20 @@ func SetObjectDefaults_KeyValueStore(in *KeyValueStore) {
 			var ptrVar1 int64 = 600
 			in.Spec.Backup.ActiveDeadlineSeconds = &ptrVar1
 		}
+		if in.Spec.Backup.Keep == nil {
+			var ptrVar1 int32 = 7
+			in.Spec.Backup.Keep = &ptrVar1
+		}
 	}
 	if in.Spec.PersistentVolumeClaimRetentionPolicy != nil {
 		if in.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == "" {
 			in.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = "Retain"
+		}
+	}
+	if in.Spec.Bootstrap != nil {
+		if in.Spec.Bootstrap.ActiveDeadlineSeconds == nil {
+			var ptrVar1 int64 = 600
+			in.Spec.Bootstrap.ActiveDeadlineSeconds = &ptrVar1
 		}
 	}
 }

@@ -27,6 +27,11 @@ func (in BackupSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in BootstrapSpec) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.BootstrapSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KeyValueStore) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.KeyValueStore"
 }

@@ -63,7 +63,7 @@ var (
 		`$`)
 
 	validPhases = sets.New(
-		kvstore.PhasePending, kvstore.PhaseCreating, kvstore.PhaseReady, kvstore.PhaseUpgrading,
+		kvstore.PhasePending, kvstore.PhaseCreating, kvstore.PhaseBootstrapping, kvstore.PhaseReady, kvstore.PhaseUpgrading,
 		kvstore.PhaseDegraded, kvstore.PhaseTerminating, kvstore.PhaseFailed)
 
 	validRetentionPolicies = sets.New(
@@ -225,7 +225,9 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		}
 		unchanged := oldSpec != nil && oldSpec.Backup != nil && slices.Equal(oldSpec.Backup.Command, b.Command)
 		allErrs = append(allErrs, validateBackupCommand(b.Command, unchanged, backupPath.Child("command"))...)
+		allErrs = append(allErrs, validateSchedule(b, backupPath)...)
 	}
+	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,

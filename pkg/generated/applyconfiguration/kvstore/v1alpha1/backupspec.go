@@ -21,19 +21,34 @@ package v1alpha1
 // BackupSpecApplyConfiguration represents a declarative configuration of the BackupSpec type for use
 // with apply.
 //
-// BackupSpec describes the final backup Job run before teardown.
+// BackupSpec describes the store's backup Jobs and their schedule.
 type BackupSpecApplyConfiguration struct {
 	// Image is the container image of the backup Job, at most 512 bytes.
 	Image *string `json:"image,omitempty"`
 	// Command is the entrypoint of the backup container. When empty the
 	// image's own entrypoint runs. The container gets the environment
-	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT and
-	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas).
+	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT,
+	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
+	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
+	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
 	Command []string `json:"command,omitempty"`
 	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
 	// seconds. After it the backup counts as failed.
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	// Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled)
+	// at each slot of this standard 5-field cron expression, for example
+	// "0 3 * * *"; the @hourly/@daily/@weekly/@monthly/@yearly forms are
+	// accepted. After downtime at most one backup catches up on missed
+	// slots. Empty: no scheduled backups.
+	Schedule *string `json:"schedule,omitempty"`
+	// TimeZone is the IANA time zone name the schedule is read in, for
+	// example "Europe/Berlin". Empty: UTC.
+	TimeZone *string `json:"timeZone,omitempty"`
+	// Keep is how many Completed scheduled backups are kept, from 1 to 100
+	// (default 7); older ones are deleted. Manual and Final backups are
+	// never deleted by the controller.
+	Keep *int32 `json:"keep,omitempty"`
 }
 
 // BackupSpecApplyConfiguration constructs a declarative configuration of the BackupSpec type for use with
@@ -65,5 +80,29 @@ func (b *BackupSpecApplyConfiguration) WithCommand(values ...string) *BackupSpec
 // If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *BackupSpecApplyConfiguration {
 	b.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithSchedule sets the Schedule field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Schedule field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithSchedule(value string) *BackupSpecApplyConfiguration {
+	b.Schedule = &value
+	return b
+}
+
+// WithTimeZone sets the TimeZone field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TimeZone field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithTimeZone(value string) *BackupSpecApplyConfiguration {
+	b.TimeZone = &value
+	return b
+}
+
+// WithKeep sets the Keep field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Keep field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithKeep(value int32) *BackupSpecApplyConfiguration {
+	b.Keep = &value
 	return b
 }

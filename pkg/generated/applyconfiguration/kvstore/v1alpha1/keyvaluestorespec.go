@@ -38,8 +38,10 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// Proxy configures the optional stateless proxy tier, a Deployment named
 	// <name>-proxy created once the data replicas are ready.
 	Proxy *ProxySpecApplyConfiguration `json:"proxy,omitempty"`
-	// Backup configures a final backup Job run before the store's data
-	// replicas are torn down on deletion. Without it no backup is taken.
+	// Backup configures how the store is backed up: the image and command of
+	// every backup Job (KeyValueStoreBackups, on demand or on a schedule),
+	// and the final backup run before the data replicas are torn down on
+	// deletion. Without it no backup is taken.
 	Backup *BackupSpecApplyConfiguration `json:"backup,omitempty"`
 	// PersistentVolumeClaimRetentionPolicy says what happens to the data
 	// replicas' PersistentVolumeClaims when the store is deleted.
@@ -48,6 +50,10 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// Status is still reported. Deletion of a paused store still runs the
 	// teardown, since the finalizer must eventually be released.
 	Paused *bool `json:"paused,omitempty"`
+	// Bootstrap is a Job run once, after the data replicas are first ready
+	// and before the proxy tier is created: to seed data, configure
+	// replication or restore a backup. Set at create only; immutable.
+	Bootstrap *BootstrapSpecApplyConfiguration `json:"bootstrap,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -117,5 +123,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithPersistentVolumeClaimRetention
 // If called multiple times, the Paused field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithPaused(value bool) *KeyValueStoreSpecApplyConfiguration {
 	b.Paused = &value
+	return b
+}
+
+// WithBootstrap sets the Bootstrap field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Bootstrap field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithBootstrap(value *BootstrapSpecApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.Bootstrap = value
 	return b
 }

@@ -29,7 +29,7 @@ import (
 //
 // KeyValueStoreStatus is the observed state of a KeyValueStore.
 type KeyValueStoreStatusApplyConfiguration struct {
-	// Phase summarises the store's state: Pending, Creating, Ready,
+	// Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready,
 	// Upgrading, Degraded, Terminating or Failed.
 	Phase *kvstorev1alpha1.KeyValueStorePhase `json:"phase,omitempty"`
 	// ObservedGeneration is the metadata.generation the controller last acted on.
@@ -45,12 +45,17 @@ type KeyValueStoreStatusApplyConfiguration struct {
 	// CurrentImage is the image every data replica runs once a rollout has
 	// finished.
 	CurrentImage *string `json:"currentImage,omitempty"`
-	// LastBackupTime is when the final backup last succeeded.
+	// LastBackupTime is when the store's newest Completed backup
+	// (of any reason) completed.
 	LastBackupTime *v1.Time `json:"lastBackupTime,omitempty"`
+	// NextBackupTime is the next slot of spec.backup.schedule; unset without
+	// a schedule or while the store is paused.
+	NextBackupTime *v1.Time `json:"nextBackupTime,omitempty"`
 	// Selector is the label selector of the data replica Pods, in string form.
 	Selector *string `json:"selector,omitempty"`
 	// Conditions are the latest observations of the store's state:
-	// Available, Progressing, Degraded and BackupSucceeded.
+	// Available, Progressing, Degraded, Bootstrapped,
+	// ScheduledBackupSucceeded and BackupSucceeded.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -121,6 +126,14 @@ func (b *KeyValueStoreStatusApplyConfiguration) WithCurrentImage(value string) *
 // If called multiple times, the LastBackupTime field is set to the value of the last call.
 func (b *KeyValueStoreStatusApplyConfiguration) WithLastBackupTime(value v1.Time) *KeyValueStoreStatusApplyConfiguration {
 	b.LastBackupTime = &value
+	return b
+}
+
+// WithNextBackupTime sets the NextBackupTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NextBackupTime field is set to the value of the last call.
+func (b *KeyValueStoreStatusApplyConfiguration) WithNextBackupTime(value v1.Time) *KeyValueStoreStatusApplyConfiguration {
+	b.NextBackupTime = &value
 	return b
 }
 

@@ -1,0 +1,118 @@
+package validation
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+)
+
+// Bounds of spec.backup.keep and of the schedule's text.
+const (
+	MinKeep           = 1
+	MaxKeep           = 100
+	maxScheduleLength = 256
+	maxTimeZoneLength = 256
+)
+
+// cronParser reads the standard 5-field cron syntax and the @hourly-style
+// descriptors, as a CronJob's schedule does; seconds are not supported.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseSchedule parses a backup schedule in a time zone ("" is UTC). It is
+// the one parser the API and the controller share, so a schedule the API
+// accepted is one the controller can run.
+func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error) {
+	// A time zone belongs in timeZone: robfig/cron would also read a
+	// "TZ=" or "CRON_TZ=" prefix, which would silently override it.
+	if strings.Contains(schedule, "TZ") {
+		return nil, fmt.Errorf("must not name a time zone; use spec.backup.timeZone")
+	}
+	if strings.HasPrefix(schedule, "@every") {
+		return nil, fmt.Errorf("@every is not supported; use a 5-field cron expression")
+	}
+	sched, err := cronParser.Parse(schedule)
+	if err != nil {
+		return nil, err
+	}
+	if timeZone == nil || *timeZone == "" {
+		return sched, nil
+	}
+	loc, err := time.LoadLocation(*timeZone)
+	if err != nil {
+		return nil, err
+	}
+	if spec, ok := sched.(*cron.SpecSchedule); ok {
+		spec.Location = loc
+	}
+	return sched, nil
+}
+
+func validateSchedule(b *kvstore.BackupSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if b.Keep != nil && (*b.Keep < MinKeep || *b.Keep > MaxKeep) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("keep"), *b.Keep, fmt.Sprintf("must be between %d and %d, inclusive", MinKeep, MaxKeep)))
+	}
+	if tz := b.TimeZone; tz != nil {
+		tzPath := fldPath.Child("timeZone")
+		switch _, err := time.LoadLocation(*tz); {
+		case len(*tz) > maxTimeZoneLength:
+			allErrs = append(allErrs, field.TooLong(tzPath, *tz, maxTimeZoneLength))
+		case *tz == "" || strings.EqualFold(*tz, "Local"):
+			// "Local" would mean whatever zone the server runs in.
+			allErrs = append(allErrs, field.Invalid(tzPath, *tz, "must be an IANA time zone name such as \"Europe/Berlin\" or \"UTC\""))
+		case err != nil:
+			allErrs = append(allErrs, field.Invalid(tzPath, *tz, "unknown time zone: "+err.Error()))
+		}
+		if b.Schedule == "" {
+			allErrs = append(allErrs, field.Invalid(tzPath, *tz, "may only be set with spec.backup.schedule"))
+		}
+	}
+	if b.Schedule == "" {
+		return allErrs
+	}
+	schedPath := fldPath.Child("schedule")
+	if len(b.Schedule) > maxScheduleLength {
+		return append(allErrs, field.TooLong(schedPath, b.Schedule, maxScheduleLength))
+	}
+	if _, err := ParseSchedule(b.Schedule, nil); err != nil {
+		allErrs = append(allErrs, field.Invalid(schedPath, b.Schedule, "must be a 5-field cron expression (minute hour day-of-month month day-of-week): "+err.Error()))
+	}
+	return allErrs
+}
+
+// validateBootstrap checks spec.bootstrap; oldSpec is nil on create. The
+// bootstrap runs once, right after the store is created, so it can only be
+// given at create and never changes.
+func validateBootstrap(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path) field.ErrorList {
+	b := spec.Bootstrap
+	if oldSpec != nil {
+		if !bootstrapEqual(b, oldSpec.Bootstrap) {
+			return field.ErrorList{field.Invalid(fldPath, b, "field is immutable: a bootstrap is given when the store is created and never changes")}
+		}
+		return nil
+	}
+	if b == nil {
+		return nil
+	}
+	allErrs := validateImage(b.Image, fldPath.Child("image"))
+	allErrs = append(allErrs, validateBackupCommand(b.Command, false, fldPath.Child("command"))...)
+	if b.FromBackup != "" {
+		for _, msg := range ValidateBackupName(b.FromBackup, false) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("fromBackup"), b.FromBackup, msg))
+		}
+	}
+	if b.ActiveDeadlineSeconds != nil && *b.ActiveDeadlineSeconds <= 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *b.ActiveDeadlineSeconds, "must be greater than zero"))
+	}
+	return allErrs
+}
+
+func bootstrapEqual(a, b *kvstore.BootstrapSpec) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}

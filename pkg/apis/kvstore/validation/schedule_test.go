@@ -1,0 +1,128 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+)
+
+func withBackup(mutate func(*kvstore.BackupSpec)) func(*kvstore.KeyValueStore) {
+	return func(k *kvstore.KeyValueStore) {
+		k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Keep: ptr.To[int32](7)}
+		mutate(k.Spec.Backup)
+	}
+}
+
+func TestValidateSchedule(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*kvstore.KeyValueStore)
+		want   []fieldErr
+	}{
+		{name: "every minute", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "* * * * *" })},
+		{name: "nightly in a time zone", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("Europe/Berlin")
+		})},
+		{name: "descriptor", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "@daily" })},
+		{name: "ranges and steps", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "*/15 8-18 * * MON-FRI" })},
+		{name: "six fields (seconds)", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0 * * * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "four fields", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "* * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "minute out of range", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "61 * * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "garbage", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "nightly" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "@every", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "@every 1m" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "time zone in the schedule", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "CRON_TZ=UTC 0 3 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "schedule too long", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = strings.Repeat("1,", 200) + "1 * * * *" }),
+			want: expect(tooLong("spec.backup.schedule"))},
+		{name: "unknown time zone", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("Mars/Olympus")
+		}), want: expect(invalid("spec.backup.timeZone"))},
+		{name: "Local time zone", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("Local")
+		}), want: expect(invalid("spec.backup.timeZone"))},
+		{name: "time zone without schedule", mutate: withBackup(func(b *kvstore.BackupSpec) { b.TimeZone = ptr.To("UTC") }),
+			want: expect(invalid("spec.backup.timeZone"))},
+		{name: "keep 0", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Keep = ptr.To[int32](0) }),
+			want: expect(invalid("spec.backup.keep"))},
+		{name: "keep 101", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Keep = ptr.To[int32](101) }),
+			want: expect(invalid("spec.backup.keep"))},
+		{name: "keep 100", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Keep = ptr.To[int32](100) })},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := validKVS()
+			tc.mutate(k)
+			assert.Equal(t, expect(tc.want...), summarize(ValidateKeyValueStore(k)))
+		})
+	}
+}
+
+func TestParseScheduleInTimeZone(t *testing.T) {
+	sched, err := ParseSchedule("0 3 * * *", ptr.To("Asia/Tokyo"))
+	require.NoError(t, err)
+	from := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	// 03:00 in Tokyo (UTC+9) is 18:00 UTC the day before.
+	assert.Equal(t, time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC), sched.Next(from).UTC())
+}
+
+func validBootstrap() *kvstore.BootstrapSpec {
+	return &kvstore.BootstrapSpec{Image: "restore:1", Command: []string{"/restore"}, FromBackup: "nightly-1", ActiveDeadlineSeconds: ptr.To[int64](600)}
+}
+
+func TestValidateBootstrap(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*kvstore.BootstrapSpec)
+		want   []fieldErr
+	}{
+		{name: "valid", mutate: func(*kvstore.BootstrapSpec) {}},
+		{name: "no image", mutate: func(b *kvstore.BootstrapSpec) { b.Image = "" }, want: expect(required("spec.bootstrap.image"))},
+		{name: "bad backup name", mutate: func(b *kvstore.BootstrapSpec) { b.FromBackup = "Not_A_Name" }, want: expect(invalid("spec.bootstrap.fromBackup"))},
+		{name: "empty command entry", mutate: func(b *kvstore.BootstrapSpec) { b.Command = []string{""} }, want: expect(invalid("spec.bootstrap.command[0]"))},
+		{name: "command too many", mutate: func(b *kvstore.BootstrapSpec) { b.Command = repeatedArgs(65, 1) }, want: expect(tooMany("spec.bootstrap.command"))},
+		{name: "deadline 0", mutate: func(b *kvstore.BootstrapSpec) { b.ActiveDeadlineSeconds = ptr.To[int64](0) }, want: expect(invalid("spec.bootstrap.activeDeadlineSeconds"))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := validKVS()
+			k.Spec.Bootstrap = validBootstrap()
+			tc.mutate(k.Spec.Bootstrap)
+			assert.Equal(t, expect(tc.want...), summarize(ValidateKeyValueStore(k)))
+		})
+	}
+}
+
+func TestBootstrapIsImmutable(t *testing.T) {
+	for name, mutate := range map[string]func(*kvstore.KeyValueStore){
+		"added after create": func(k *kvstore.KeyValueStore) { k.Spec.Bootstrap = validBootstrap() },
+		"fromBackup changed": func(k *kvstore.KeyValueStore) {
+			k.Spec.Bootstrap = validBootstrap()
+			k.Spec.Bootstrap.FromBackup = "other"
+		},
+		"removed": func(k *kvstore.KeyValueStore) { k.Spec.Bootstrap = nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			newObj, oldObj := updatable()
+			if name != "added after create" {
+				oldObj.Spec.Bootstrap = validBootstrap()
+				newObj.Spec.Bootstrap = validBootstrap()
+			}
+			mutate(newObj)
+			assert.Equal(t, expect(invalid("spec.bootstrap")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+		})
+	}
+	newObj, oldObj := updatable()
+	oldObj.Spec.Bootstrap, newObj.Spec.Bootstrap = validBootstrap(), validBootstrap()
+	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged bootstrap is accepted")
+}
