@@ -398,6 +398,11 @@ The local stack is up. kvstore-apiserver serves kvstore.io behind kube-apiserver
   kubectl describe kvs example
   kubectl get statefulsets,deployments,pods -n default
 
+  # Take a backup now, and list backups (scheduled ones appear at 03:00 UTC):
+  kubectl create -f ${ROOT}/artifacts/examples/keyvaluestorebackup.yaml
+  kubectl wait kvsbackup/example-now --for=condition=Completed
+  kubectl get kvsbackup -A
+
 Logs: ${LOGS}
 EOT
 }

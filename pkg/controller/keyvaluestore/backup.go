@@ -3,7 +3,6 @@ package keyvaluestore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -45,41 +43,37 @@ func (t *teardownRun) finalBackupDone() (bool, error) {
 	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonBackupSkipped || c.Reason == ReasonNamespaceTerminating), nil
 }
 
+// runFinalBackup takes the final backup as a KeyValueStoreBackup with
+// reason Final (run like any other backup, see syncBackups), so that it is
+// listed, with its outcome, after the store is gone.
 func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	kvs := t.kvs
 	if kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true" {
 		return stepWait{}, t.recordNoBackup(ctx, ReasonBackupSkipped,
 			"final backup skipped by annotation "+v1alpha1.SkipFinalBackupAnnotation+"=true")
 	}
-	jobs, err := t.c.finalBackupJobs(kvs)
+	b, err := t.c.finalBackup(ctx, kvs)
 	if err != nil {
 		return stepWait{}, err
 	}
-	var latest *batchv1.Job
-	if len(jobs) > 0 {
-		latest = jobs[len(jobs)-1]
-	}
 	// A backup that completed is recorded as such, even if the namespace
 	// has started terminating since.
-	if latest != nil && jobCondition(latest, batchv1.JobComplete) {
-		return stepWait{}, t.recordBackupSucceeded(ctx, latest)
+	if b != nil && b.Status.Phase == v1alpha1.BackupPhaseCompleted {
+		return stepWait{}, t.recordBackupSucceeded(ctx, b)
 	}
 	if t.terminating() {
 		return stepWait{}, t.recordNoBackup(ctx, ReasonNamespaceTerminating,
 			"final backup impossible: namespace "+kvs.Namespace+" is terminating")
 	}
-	switch {
-	case latest == nil:
-		return t.startBackup(ctx, 1)
-	case !jobCondition(latest, batchv1.JobFailed):
-		return stepWait{message: fmt.Sprintf("waiting for final backup Job %s (attempt %d)", latest.Name, attemptOf(latest))}, nil
+	if b == nil {
+		return t.createFinalBackup(ctx)
 	}
-
-	attempt := attemptOf(latest)
-	next := jobFailedAt(latest).Add(backupBackoff(attempt))
-	msg := fmt.Sprintf("final backup attempt %d failed (%s, Job %s); attempt %d starts at %s. "+
-		"To delete the store without a final backup, annotate it %s=true",
-		attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339), v1alpha1.SkipFinalBackupAnnotation)
+	failed := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed)
+	if failed == nil {
+		return stepWait{message: fmt.Sprintf("waiting for final backup %s: %s", b.Name, b.Status.Message)}, nil
+	}
+	msg := fmt.Sprintf("final backup %s: %s. To delete the store without a final backup, annotate it %s=true",
+		b.Name, failed.Message, v1alpha1.SkipFinalBackupAnnotation)
 	changed, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: ReasonBackupFailed, Message: msg})
 	if err != nil {
@@ -88,42 +82,70 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	if changed { // once per failed attempt
 		t.c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
 	}
-	if wait := next.Sub(t.c.now().Time); wait > 0 {
-		return stepWait{message: msg, after: wait}, nil
-	}
-	if err := t.c.pruneFailedBackups(ctx, jobs); err != nil {
-		return stepWait{}, err
-	}
-	return t.startBackup(ctx, attempt+1)
+	return stepWait{message: msg}, nil
 }
 
-// startBackup creates the Job of an attempt. Its name is deterministic, so
-// a second pass before the cache sees the Job applies the same, unchanged.
-func (t *teardownRun) startBackup(ctx context.Context, attempt int) (stepWait, error) {
+// finalBackup is the store's Final backup (nil if not created yet), read
+// live when the cache does not have it. A backup of that name that was not
+// made for this store is in the way.
+func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore) (*v1alpha1.KeyValueStoreBackup, error) {
+	name := finalBackupName(kvs)
+	b, err := c.backups.KeyValueStoreBackups(kvs.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		b, err = c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get final backup %s: %w", name, err)
+	}
+	if b.Spec.StoreName != kvs.Name || b.Spec.Reason != v1alpha1.BackupReasonFinal || b.Annotations[storeUIDAnnotation] != string(kvs.UID) {
+		return nil, &objectInTheWayError{kind: "KeyValueStoreBackup", namespace: kvs.Namespace, name: name,
+			holder: fmt.Sprintf("it is not the Final backup of this store (store %q, reason %q)", b.Spec.StoreName, b.Spec.Reason)}
+	}
+	return b, nil
+}
+
+func (t *teardownRun) createFinalBackup(ctx context.Context) (stepWait, error) {
 	if t.kvs.Spec.Backup == nil {
 		return stepWait{}, nil // removed from the spec meanwhile: no backup is asked for
 	}
-	name := finalBackupJobName(t.kvs, attempt)
-	_, err := applyUnlessUnchanged(ctx, t.c, t.c.jobKind, t.kvs, name, finalBackupJob(t.kvs, attempt))
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+	b := &v1alpha1.KeyValueStoreBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        finalBackupName(t.kvs),
+			Namespace:   t.kvs.Namespace,
+			Labels:      labelsFor(t.kvs, ComponentBackup),
+			Annotations: map[string]string{storeUIDAnnotation: string(t.kvs.UID)},
+		},
+		Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: t.kvs.Name, Reason: v1alpha1.BackupReasonFinal},
+	}
+	_, err := t.c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Create(ctx, b, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return stepWait{}, t.recordNoBackup(ctx, ReasonNamespaceTerminating,
 			"final backup impossible: namespace "+t.kvs.Namespace+" is terminating")
+	case apierrors.IsAlreadyExists(err):
+		// Created by an earlier pass the cache has not seen yet.
+	case err != nil:
+		return stepWait{}, fmt.Errorf("create final backup %s: %w", b.Name, err)
+	default:
+		t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, "Created", "Created KeyValueStoreBackup %s (reason Final)", b.Name)
 	}
-	if err != nil {
-		return stepWait{}, err
-	}
-	return stepWait{message: fmt.Sprintf("final backup Job %s started (attempt %d)", name, attempt)}, nil
+	return stepWait{message: "final backup " + b.Name + " created"}, nil
 }
 
-func (t *teardownRun) recordBackupSucceeded(ctx context.Context, job *batchv1.Job) error {
+func (t *teardownRun) recordBackupSucceeded(ctx context.Context, b *v1alpha1.KeyValueStoreBackup) error {
 	finished := t.c.now()
-	if job.Status.CompletionTime != nil {
-		finished = *job.Status.CompletionTime
+	if b.Status.CompletionTime != nil {
+		finished = *b.Status.CompletionTime
 	}
-	msg := fmt.Sprintf("final backup Job %s succeeded (attempt %d)", job.Name, attemptOf(job))
+	msg := fmt.Sprintf("final backup %s completed: %s", b.Name, b.Status.Message)
 	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
-		st.LastBackupTime = &finished
+		if st.LastBackupTime == nil || st.LastBackupTime.Before(&finished) {
+			st.LastBackupTime = &finished
+		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionTrue,
 			Reason: ReasonBackupSucceeded, Message: msg, ObservedGeneration: k.Generation})
 		return st
@@ -142,36 +164,6 @@ func (t *teardownRun) recordNoBackup(ctx context.Context, reason, msg string) er
 		t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, reason, msg)
 	}
 	return err
-}
-
-// finalBackupJobs are the store's backup Jobs, oldest attempt first.
-func (c *Controller) finalBackupJobs(kvs *v1alpha1.KeyValueStore) ([]*batchv1.Job, error) {
-	jobs, err := c.jobs.Jobs(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentBackup)))
-	if err != nil {
-		return nil, fmt.Errorf("list backup Jobs: %w", err)
-	}
-	// Only Jobs the controller made for this store count: a Job that merely
-	// carries the labels (a hand-run backup) never stands in for the final one.
-	jobs = slices.DeleteFunc(jobs, func(j *batchv1.Job) bool { return !metav1.IsControlledBy(j, kvs) })
-	slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return attemptOf(a) - attemptOf(b) })
-	return jobs, nil
-}
-
-// pruneFailedBackups deletes all but the newest failed attempts' Jobs.
-func (c *Controller) pruneFailedBackups(ctx context.Context, jobs []*batchv1.Job) error {
-	failed := slices.DeleteFunc(slices.Clone(jobs), func(j *batchv1.Job) bool { return !jobCondition(j, batchv1.JobFailed) })
-	if len(failed) <= keepFailedBackupJobs {
-		return nil
-	}
-	propagation := metav1.DeletePropagationBackground
-	for _, j := range failed[:len(failed)-keepFailedBackupJobs] {
-		err := c.kube.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
-			PropagationPolicy: &propagation, Preconditions: &metav1.Preconditions{UID: &j.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete failed backup Job %s: %w", j.Name, err)
-		}
-	}
-	return nil
 }
 
 // attemptOf is the attempt number a backup Job carries (1 if none).

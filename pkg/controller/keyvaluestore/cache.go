@@ -22,6 +22,9 @@ func CacheTransform(obj any) (any, error) {
 	case *v1alpha1.KeyValueStore:
 		o.ManagedFields = nil
 		o.Annotations = ownAnnotations(o.Annotations)
+	case *v1alpha1.KeyValueStoreBackup:
+		o.ManagedFields = nil
+		o.Annotations = ownAnnotations(o.Annotations)
 	case *corev1.Pod:
 		o.ManagedFields = nil
 	case *corev1.PersistentVolumeClaim:

@@ -45,11 +45,14 @@ type Controller struct {
 	kvs      versioned.Interface
 	recorder record.EventRecorder
 
-	stores kvslisters.KeyValueStoreLister
-	pods   corelisters.PodLister
-	claims corelisters.PersistentVolumeClaimLister
-	jobs   batchlisters.JobLister
-	synced []cache.InformerSynced
+	stores  kvslisters.KeyValueStoreLister
+	backups kvslisters.KeyValueStoreBackupLister
+	// backupIndex finds a store's backups (index storeNameIndex).
+	backupIndex cache.Indexer
+	pods        corelisters.PodLister
+	claims      corelisters.PersistentVolumeClaimLister
+	jobs        batchlisters.JobLister
+	synced      []cache.InformerSynced
 
 	// The kinds the controller applies, each with its cache, live read,
 	// extraction of our applied fields and apply call.
@@ -79,6 +82,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		kvs:      kvs,
 		recorder: recorder,
 		stores:   kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
+		backups:  kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
 		pods:     kubeInformers.Core().V1().Pods().Lister(),
 		claims:   kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
 		jobs:     jobLister,
@@ -169,6 +173,23 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		return nil, err
 	}
 	c.synced = append(c.synced, storeInformer.HasSynced)
+
+	// A store's backups are reconciled with the store (see syncBackups).
+	backupInformer := kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Informer()
+	if _, ok := backupInformer.GetIndexer().GetIndexers()[storeNameIndex]; !ok {
+		if err := backupInformer.AddIndexers(cache.Indexers{storeNameIndex: backupStoreKey}); err != nil {
+			return nil, err
+		}
+	}
+	c.backupIndex = backupInformer.GetIndexer()
+	if _, err := backupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueBackupStore,
+		UpdateFunc: func(_, obj interface{}) { c.enqueueBackupStore(obj) },
+		DeleteFunc: c.enqueueBackupStore,
+	}); err != nil {
+		return nil, err
+	}
+	c.synced = append(c.synced, backupInformer.HasSynced)
 
 	// Owned objects whose every change matters: status is computed from the
 	// StatefulSet and the proxy Deployment, teardown waits on the backup Job,
@@ -342,4 +363,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // a safety net for waits whose progress also arrives as events.
 type result struct {
 	requeueAfter time.Duration
+}
+
+// sooner is the earlier of two requeues (zero: none).
+func (r result) sooner(o result) result {
+	if r.requeueAfter == 0 || (o.requeueAfter > 0 && o.requeueAfter < r.requeueAfter) {
+		return o
+	}
+	return r
 }

@@ -51,8 +51,23 @@ var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, now: testNow}
-	f.kube = kubefake.NewClientset(objs...)
-	f.kvs = kvsfake.NewClientset(store)
+	kubeObjs, kvsObjs := []runtime.Object{}, []runtime.Object{}
+	if store != nil {
+		kvsObjs = append(kvsObjs, store)
+	}
+	for _, o := range objs {
+		if _, ok := o.(*v1alpha1.KeyValueStoreBackup); ok {
+			kvsObjs = append(kvsObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	f.kube = kubefake.NewClientset(kubeObjs...)
+	// The simple clientset: the field-managed one converts every create
+	// through applyconfiguration-gen's schema, whose type names (Go paths)
+	// do not match our types' OpenAPI model names. The controller never
+	// applies kvstore.io objects, so nothing here needs field management.
+	f.kvs = kvsfake.NewSimpleClientset(kvsObjs...) //nolint:staticcheck // see above
 	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.kvsInf = kvsinformers.NewSharedInformerFactory(f.kvs, 0)
 	f.recorder = record.NewFakeRecorder(100)
@@ -60,7 +75,9 @@ func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Obj
 	require.NoError(t, err)
 	c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	f.c = c
-	f.cache(store)
+	if store != nil {
+		f.cache(store)
+	}
 	for _, o := range objs {
 		f.cache(o)
 	}
@@ -74,6 +91,8 @@ func (f *fixture) cache(obj runtime.Object) {
 	switch obj.(type) {
 	case *v1alpha1.KeyValueStore:
 		inf = f.kvsInf.Kvstore().V1alpha1().KeyValueStores().Informer()
+	case *v1alpha1.KeyValueStoreBackup:
+		inf = f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer()
 	case *appsv1.StatefulSet:
 		inf = f.kubeInf.Apps().V1().StatefulSets().Informer()
 	case *appsv1.Deployment:
@@ -101,6 +120,7 @@ func (f *fixture) refreshCache(ns string) {
 	ctx, all := context.Background(), metav1.ListOptions{}
 	for _, list := range []func() (runtime.Object, error){
 		func() (runtime.Object, error) { return f.kvs.KvstoreV1alpha1().KeyValueStores(ns).List(ctx, all) },
+		func() (runtime.Object, error) { return f.kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(ctx, all) },
 		func() (runtime.Object, error) { return f.kube.AppsV1().StatefulSets(ns).List(ctx, all) },
 		func() (runtime.Object, error) { return f.kube.AppsV1().Deployments(ns).List(ctx, all) },
 		func() (runtime.Object, error) { return f.kube.CoreV1().Services(ns).List(ctx, all) },
@@ -212,6 +232,19 @@ func withProxy(replicas int32) func(*v1alpha1.KeyValueStore) {
 
 func withBackup(k *v1alpha1.KeyValueStore) {
 	k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup"}}
+}
+
+// newBackup is the one KeyValueStoreBackup fixture: of store "s".
+func newBackup(name string, reason v1alpha1.KeyValueStoreBackupReason, opts ...func(*v1alpha1.KeyValueStoreBackup)) *v1alpha1.KeyValueStoreBackup {
+	b := &v1alpha1.KeyValueStoreBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Generation: 1,
+			CreationTimestamp: metav1.NewTime(testNow.Add(-time.Hour))},
+		Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: "s", Reason: reason},
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 func withClaimsDeleted(k *v1alpha1.KeyValueStore) {
@@ -442,7 +475,12 @@ func TestTeardownStepsInOrder(t *testing.T) {
 
 	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(proxyPod))
 	kube, reason = step()
-	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube, "backup after the proxy is gone, data tier untouched")
+	_, own := f.writes()
+	assert.Empty(t, kube)
+	assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1", "the final backup is a KeyValueStoreBackup")
+	assert.Equal(t, StepFinalBackup, reason)
+	kube, reason = step()
+	assert.Equal(t, []string{"apply jobs s-final-uid1-1"}, kube, "backup Job after the proxy is gone, data tier untouched")
 	assert.Equal(t, StepFinalBackup, reason)
 
 	// Restart: a new controller over the same cluster state resumes.
@@ -453,7 +491,9 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	assert.Empty(t, kube, "a restarted controller waits for the running Job, starts no second one")
 	assert.Equal(t, StepFinalBackup, reason)
 
-	f.finishJob("s-final-backup-1", batchv1.JobComplete)
+	f.finishJob("s-final-uid1-1", batchv1.JobComplete)
+	kube, _ = step()
+	assert.Empty(t, kube, "the backup is recorded Completed first")
 	kube, reason = step()
 	assert.Equal(t, []string{"patch statefulsets s"}, kube, "data tier scaled down after the backup")
 	assert.Equal(t, StepScaleDownData, reason)
@@ -473,8 +513,11 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	_, own := f.writes()
+	_, own = f.writes()
 	assert.Equal(t, []string{"patch keyvaluestores s"}, own, "finalizer released last")
+	b, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Get(context.Background(), "s-final-uid1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase, "the Final backup stays, Completed")
 	assert.NotContains(t, f.stored(kvs).Finalizers, v1alpha1.TeardownFinalizer)
 }
 
@@ -500,13 +543,16 @@ func TestFailingFinalBackupBacksOff(t *testing.T) {
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
 	kube, _ := f.writes()
-	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube)
+	assert.Equal(t, []string{"apply jobs s-final-uid1-1"}, kube)
 
 	backoffs := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}
 	for i, backoff := range backoffs {
 		attempt := i + 1
-		f.finishJob(finalBackupJobName(kvs, attempt), batchv1.JobFailed)
+		f.finishJob("s-final-uid1-"+strconv.Itoa(attempt), batchv1.JobFailed)
 		f.refreshCache("ns")
 		f.events()
 
@@ -516,12 +562,12 @@ func TestFailingFinalBackupBacksOff(t *testing.T) {
 			require.NoError(t, err, "a failed backup is not a sync error: the rate limiter must not drive retries")
 			kube, _ := f.writes()
 			assert.Empty(t, kube, "attempt %d: no new Job before the backoff", attempt)
-			assert.Equal(t, backoff, res.requeueAfter)
+			assert.Equal(t, min(backoff, waitFallback), res.requeueAfter)
 			f.refreshCache("ns")
 		}
-		ev := f.events()
-		require.Len(t, ev, 1, "one Warning event per failed attempt")
-		assert.Contains(t, ev[0], "Warning FinalBackupFailed")
+		ev := strings.Join(f.events(), "\n")
+		assert.Equal(t, 1, strings.Count(ev, "Warning FinalBackupFailed"), "one Warning event on the store per failed attempt: %s", ev)
+		assert.Equal(t, 1, strings.Count(ev, "Warning AttemptFailed"), "one Warning event on the backup per failed attempt: %s", ev)
 		c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
 		require.NotNil(t, c)
 		assert.Contains(t, c.Message, "attempt "+strconv.Itoa(attempt)+" failed (BackoffLimitExceeded")
@@ -530,14 +576,14 @@ func TestFailingFinalBackupBacksOff(t *testing.T) {
 		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		kube, _ := f.writes()
-		assert.Contains(t, kube, "apply jobs "+finalBackupJobName(kvs, attempt+1))
+		assert.Contains(t, kube, "apply jobs s-final-uid1-"+strconv.Itoa(attempt+1))
 		sts, _ := f.kube.AppsV1().StatefulSets("ns").List(context.Background(), metav1.ListOptions{})
 		assert.Empty(t, sts.Items, "no data-tier step runs while the backup has not succeeded")
 		f.refreshCache("ns")
 	}
 	// Only the newest failed Jobs are kept.
 	kube, _ = f.writes()
-	assert.Contains(t, kube, "delete jobs "+finalBackupJobName(kvs, 1))
+	assert.Contains(t, kube, "delete jobs s-final-uid1-1")
 	assert.Equal(t, 5*time.Minute, backupBackoff(10))
 
 	// The skip annotation is the documented abort.
@@ -615,11 +661,14 @@ func TestTeardownUnblocksAStalledScaleDown(t *testing.T) {
 // and an object in the way is looked at again without the error backoff.
 func TestTeardownStepErrorIsRecorded(t *testing.T) {
 	kvs := newStore(withBackup, deleting)
-	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "s-final-backup-1", Namespace: "ns", UID: "other"}}
+	foreign := &v1alpha1.KeyValueStoreBackup{ObjectMeta: metav1.ObjectMeta{Name: "s-final-uid1", Namespace: "ns", UID: "other"},
+		Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: "t", Reason: v1alpha1.BackupReasonManual}}
 	f := newFixture(t, kvs, foreign)
-	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(foreign))
+	require.NoError(t, f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Delete(foreign))
 	for i := range 2 {
-		f.refreshCache("ns")
+		if i > 0 {
+			f.refreshCache("ns")
+		}
 		res, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		assert.Equal(t, waitFallback, res.requeueAfter)
@@ -628,7 +677,7 @@ func TestTeardownStepErrorIsRecorded(t *testing.T) {
 		p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
 		require.NotNil(t, p)
 		assert.Equal(t, StepFinalBackup, p.Reason)
-		assert.Contains(t, p.Message, "Job ns/s-final-backup-1 already exists and is not controlled by this KeyValueStore")
+		assert.Contains(t, p.Message, "KeyValueStoreBackup ns/s-final-uid1 already exists and is not controlled by this KeyValueStore")
 		if i == 0 {
 			assert.Len(t, f.events(), 2, "phase change and one Warning")
 		} else {
@@ -637,16 +686,18 @@ func TestTeardownStepErrorIsRecorded(t *testing.T) {
 	}
 }
 
-// Only a Job the controller made for the store stands for its final backup.
-func TestHandRunBackupJobIsNotTheFinalBackup(t *testing.T) {
+// Only the Final backup the controller made for this very store counts: a
+// Completed Manual backup does not stand in for it.
+func TestOtherBackupIsNotTheFinalBackup(t *testing.T) {
 	kvs := newStore(withBackup, deleting)
-	manual := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "manual", Namespace: "ns", Labels: labelsFor(kvs, ComponentBackup)},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
+	manual := newBackup("manual", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Status = v1alpha1.KeyValueStoreBackupStatus{Phase: v1alpha1.BackupPhaseCompleted, Attempts: 1}
+	})
 	f := newFixture(t, kvs, manual)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
-	kube, _ := f.writes()
-	assert.Equal(t, []string{"apply jobs s-final-backup-1"}, kube)
+	_, own := f.writes()
+	assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1")
 	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded))
 }
 
@@ -657,7 +708,10 @@ func TestBackupRemovedDuringTeardown(t *testing.T) {
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
-	f.finishJob("s-final-backup-1", batchv1.JobFailed)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
 	f.refreshCache("ns")
 	f.now = f.now.Add(time.Hour)
 	cached := f.stored(kvs) // the cache still has spec.backup; the server,

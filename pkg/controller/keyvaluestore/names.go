@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"time"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -24,10 +25,36 @@ func proxyName(kvs *v1alpha1.KeyValueStore) string {
 	return boundedName(kvs.Name, "-proxy", maxDNSLabel)
 }
 
-// finalBackupJobName names attempt n (from 1) of the final backup; each
-// attempt is a Job of its own so a failed one stays for its logs.
-func finalBackupJobName(kvs *v1alpha1.KeyValueStore, attempt int) string {
-	return boundedName(kvs.Name, "-final-backup-"+strconv.Itoa(attempt), maxDNSLabel)
+// backupJobName names attempt n (from 1) of a backup; each attempt is a
+// Job of its own so a failed one stays for its logs.
+func backupJobName(b *v1alpha1.KeyValueStoreBackup, attempt int) string {
+	return boundedName(b.Name, "-"+strconv.Itoa(attempt), maxDNSLabel)
+}
+
+// bootstrapJobName names attempt n (from 1) of the store's bootstrap.
+func bootstrapJobName(kvs *v1alpha1.KeyValueStore, attempt int) string {
+	return boundedName(kvs.Name, "-bootstrap-"+strconv.Itoa(attempt), maxDNSLabel)
+}
+
+// finalBackupName names the Final KeyValueStoreBackup of one store: the
+// store's UID in it keeps it apart from an earlier store of the same name.
+func finalBackupName(kvs *v1alpha1.KeyValueStore) string {
+	suffix := "-final"
+	if uid := shortUID(kvs); uid != "" {
+		suffix += "-" + uid
+	}
+	return boundedName(kvs.Name, suffix, maxDNSLabel)
+}
+
+// scheduledBackupName names the backup of one schedule slot: the same slot
+// always gets the same name, so a restart or a new leader cannot take it twice.
+func scheduledBackupName(kvs *v1alpha1.KeyValueStore, slot time.Time) string {
+	return boundedName(kvs.Name, "-"+slot.UTC().Format("200601021504"), maxDNSLabel)
+}
+
+func shortUID(kvs *v1alpha1.KeyValueStore) string {
+	uid := strings.ReplaceAll(string(kvs.UID), "-", "")
+	return uid[:min(len(uid), 8)]
 }
 
 // boundedName is base+suffix when that fits max; otherwise base is cut and

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	kvsvalidation "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
 )
 
@@ -52,16 +53,31 @@ func TestDerivedNamesFitForTheLongestAcceptedName(t *testing.T) {
 			check("proxy Deployment", proxy, subdomain)
 			check("proxy ReplicaSet", proxy+"-"+hash10, subdomain)
 			check("proxy Pod", proxy+"-"+hash10+"-"+suffix5, subdomain)
-			for _, attempt := range []int{1, 99, 100000} {
-				job := *finalBackupJob(kvs, attempt).Name
-				check("backup Job and its job-name label", job, dns1123, label)
-				check("backup Pod", job+"-"+suffix5, subdomain)
+			kvs.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1"}
+			kvs.UID = "0f5c6a7e-1b2c-4d3e-8f90-123456789abc"
+			final := finalBackupName(kvs)
+			check("Final backup", final, dns1123)
+			slot := scheduledBackupName(kvs, testNow)
+			check("scheduled backup", slot, dns1123)
+			// A backup's own name is a DNS-1123 label of up to 63 characters.
+			for _, b := range []*v1alpha1.KeyValueStoreBackup{newBackup(final, v1alpha1.BackupReasonFinal), newBackup(strings.Repeat("b", 63), v1alpha1.BackupReasonManual)} {
+				for _, attempt := range []int{1, 99, 100000} {
+					job := *backupJob(kvs, b, attempt).Name
+					check("backup Job and its job-name label", job, dns1123, label)
+					check("backup Pod", job+"-"+suffix5, subdomain)
+				}
+				assert.NotEqual(t, backupJobName(b, 1), backupJobName(b, 2))
 			}
-			assert.NotEqual(t, finalBackupJobName(kvs, 1), finalBackupJobName(kvs, 2))
+			for _, attempt := range []int{1, 99, 100000} {
+				job := *bootstrapJob(kvs, nil, attempt).Name
+				check("bootstrap Job and its job-name label", job, dns1123, label)
+				check("bootstrap Pod", job+"-"+suffix5, subdomain)
+			}
 			for _, labels := range []map[string]string{
 				labelsFor(kvs, ComponentData), labelsFor(kvs, ComponentProxy), labelsFor(kvs, ComponentBackup),
 				statefulSet(kvs, 1).Spec.Template.Labels, proxyDeployment(kvs, 1).Spec.Template.Labels,
-				finalBackupJob(kvs, 1).Spec.Template.Labels,
+				backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1).Spec.Template.Labels,
+				bootstrapJob(kvs, nil, 1).Spec.Template.Labels,
 			} {
 				for k, v := range labels {
 					check("label "+k, v, label)

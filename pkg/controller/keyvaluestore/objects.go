@@ -28,16 +28,27 @@ const (
 
 	ManagedBy = "kvstore-apiserver"
 
-	ComponentData   = "data"
-	ComponentProxy  = "proxy"
-	ComponentBackup = "backup"
+	ComponentData      = "data"
+	ComponentProxy     = "proxy"
+	ComponentBackup    = "backup"
+	ComponentBootstrap = "bootstrap"
 
 	dataVolumeName = "data"
 	dataMountPath  = "/data"
 )
 
-// attemptAnnotation numbers the attempts of a final backup on their Jobs.
-const attemptAnnotation = v1alpha1.GroupName + "/attempt"
+// Annotations of the controller's Jobs and backups.
+const (
+	// attemptAnnotation numbers the attempts of a backup or bootstrap on their Jobs.
+	attemptAnnotation = v1alpha1.GroupName + "/attempt"
+	// backupAnnotation names the KeyValueStoreBackup a Job runs.
+	backupAnnotation = v1alpha1.GroupName + "/backup"
+	// storeUIDAnnotation ties a Final backup to the store it was taken for,
+	// not to an earlier store of the same name.
+	storeUIDAnnotation = v1alpha1.GroupName + "/store-uid"
+	// slotAnnotation is the schedule slot (RFC 3339, UTC) of a Scheduled backup.
+	slotAnnotation = v1alpha1.GroupName + "/scheduled-at"
+)
 
 // labelsFor returns the labels of a store's component.
 func labelsFor(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
@@ -177,35 +188,67 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 							WithPeriodSeconds(5))))))
 }
 
-// finalBackupJob runs attempt n of the final backup once; retries are the
-// controller's, so a failure is seen, reported and backed off rather than
-// retried blindly.
-func finalBackupJob(kvs *v1alpha1.KeyValueStore, attempt int) *batchv1ac.JobApplyConfiguration {
-	b := kvs.Spec.Backup
-	container := corev1ac.Container().
-		WithName("backup").
-		WithImage(b.Image).
-		WithEnv(
-			corev1ac.EnvVar().WithName("KVSTORE_NAME").WithValue(kvs.Name),
-			corev1ac.EnvVar().WithName("KVSTORE_NAMESPACE").WithValue(kvs.Namespace),
-			corev1ac.EnvVar().WithName("KVSTORE_PORT").WithValue(fmt.Sprint(kvs.Spec.Port)),
-			corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(podDNSNames(kvs), ",")),
-		)
-	if len(b.Command) > 0 {
-		container.WithCommand(b.Command...)
+// storeEnv is what every Job of a store gets to find the data replicas.
+func storeEnv(kvs *v1alpha1.KeyValueStore) []*corev1ac.EnvVarApplyConfiguration {
+	return []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName("KVSTORE_NAME").WithValue(kvs.Name),
+		corev1ac.EnvVar().WithName("KVSTORE_NAMESPACE").WithValue(kvs.Namespace),
+		corev1ac.EnvVar().WithName("KVSTORE_PORT").WithValue(fmt.Sprint(kvs.Spec.Port)),
+		corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(podDNSNames(kvs), ",")),
 	}
-	return batchv1ac.Job(finalBackupJobName(kvs, attempt), kvs.Namespace).
+}
+
+// jobSpec is a one-Pod Job that runs once: retries are the controller's,
+// so a failure is seen, reported and backed off rather than retried blindly.
+func jobSpec(podLabels map[string]string, image string, command []string, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
+	container := corev1ac.Container().WithName("main").WithImage(image).WithEnv(env...)
+	if len(command) > 0 {
+		container.WithCommand(command...)
+	}
+	return batchv1ac.JobSpec().
+		WithBackoffLimit(0).
+		WithActiveDeadlineSeconds(deadline).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(podLabels).
+			WithSpec(corev1ac.PodSpec().
+				WithRestartPolicy(corev1.RestartPolicyNever).
+				WithContainers(container)))
+}
+
+// backupJob runs attempt n of backup b of store kvs. The backup controls it,
+// so deleting the backup deletes its Jobs, and deleting the store does not.
+func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) *batchv1ac.JobApplyConfiguration {
+	spec := kvs.Spec.Backup
+	env := append(storeEnv(kvs),
+		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(b.Name),
+		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_REASON").WithValue(string(b.Spec.Reason)))
+	return batchv1ac.Job(backupJobName(b, attempt), kvs.Namespace).
 		WithLabels(labelsFor(kvs, ComponentBackup)).
+		WithAnnotations(map[string]string{attemptAnnotation: strconv.Itoa(attempt), backupAnnotation: b.Name}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(v1alpha1.SchemeGroupVersion.String()).
+			WithKind("KeyValueStoreBackup").
+			WithName(b.Name).
+			WithUID(b.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(jobSpec(labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
+}
+
+// bootstrapJob runs attempt n of the store's bootstrap; the store controls it.
+func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int) *batchv1ac.JobApplyConfiguration {
+	spec := kvs.Spec.Bootstrap
+	env := storeEnv(kvs)
+	if from != nil {
+		env = append(env,
+			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(from.Name),
+			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_STORE").WithValue(from.Spec.StoreName))
+	}
+	return batchv1ac.Job(bootstrapJobName(kvs, attempt), kvs.Namespace).
+		WithLabels(labelsFor(kvs, ComponentBootstrap)).
 		WithAnnotations(map[string]string{attemptAnnotation: strconv.Itoa(attempt)}).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(batchv1ac.JobSpec().
-			WithBackoffLimit(0).
-			WithActiveDeadlineSeconds(ptr.Deref(b.ActiveDeadlineSeconds, 600)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labelsFor(kvs, ComponentBackup)).
-				WithSpec(corev1ac.PodSpec().
-					WithRestartPolicy(corev1.RestartPolicyNever).
-					WithContainers(container))))
+		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
 }
 
 // podDNSNames are the stable names of the data replicas.

@@ -60,8 +60,12 @@ func TestServicesFollowTheProxyTier(t *testing.T) {
 func TestBackupJobContract(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](120)}
-	job := finalBackupJob(kvs, 2)
-	assert.Equal(t, "s-final-backup-2", *job.Name)
+	b := newBackup("nightly", v1alpha1.BackupReasonScheduled)
+	job := backupJob(kvs, b, 2)
+	assert.Equal(t, "nightly-2", *job.Name)
+	ref := job.OwnerReferences[0]
+	assert.Equal(t, "KeyValueStoreBackup", *ref.Kind, "the backup controls its Jobs, not the store: backups outlive their store")
+	assert.Equal(t, b.UID, *ref.UID)
 	assert.Equal(t, "2", job.Annotations[attemptAnnotation])
 	assert.Equal(t, int32(0), *job.Spec.BackoffLimit, "retries belong to the controller")
 	assert.Equal(t, int64(120), *job.Spec.ActiveDeadlineSeconds)
@@ -73,11 +77,29 @@ func TestBackupJobContract(t *testing.T) {
 		env[*e.Name] = *e.Value
 	}
 	assert.Equal(t, map[string]string{
-		"KVSTORE_NAME":      "s",
-		"KVSTORE_NAMESPACE": "ns",
-		"KVSTORE_PORT":      "6379",
-		"KVSTORE_ENDPOINTS": "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc",
+		"KVSTORE_NAME":          "s",
+		"KVSTORE_NAMESPACE":     "ns",
+		"KVSTORE_PORT":          "6379",
+		"KVSTORE_ENDPOINTS":     "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc",
+		"KVSTORE_BACKUP_NAME":   "nightly",
+		"KVSTORE_BACKUP_REASON": "Scheduled",
 	}, env)
+}
+
+func TestBootstrapJobContract(t *testing.T) {
+	kvs := newStore()
+	kvs.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1", Command: []string{"/restore"}, FromBackup: "nightly"}
+	job := bootstrapJob(kvs, newBackup("nightly", v1alpha1.BackupReasonScheduled, func(b *v1alpha1.KeyValueStoreBackup) { b.Spec.StoreName = "old" }), 1)
+	assert.Equal(t, "s-bootstrap-1", *job.Name)
+	assert.Equal(t, "KeyValueStore", *job.OwnerReferences[0].Kind)
+	assert.Equal(t, int64(600), *job.Spec.ActiveDeadlineSeconds)
+	env := map[string]string{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[*e.Name] = *e.Value
+	}
+	assert.Equal(t, "nightly", env["KVSTORE_BACKUP_NAME"])
+	assert.Equal(t, "old", env["KVSTORE_BACKUP_STORE"])
+	assert.Equal(t, "s", env["KVSTORE_NAME"])
 }
 
 func readySts(image string, replicas int32) *appsv1.StatefulSet {

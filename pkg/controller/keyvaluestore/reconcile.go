@@ -23,26 +23,47 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 		return result{}, nil // a malformed key never becomes valid
 	}
 	kvs, err := c.stores.KeyValueStores(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return result{}, nil // gone; the garbage collector removes what it owned
-	}
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		kvs = nil // gone; the garbage collector removes what it owned
+	case err != nil:
 		return result{}, err
+	default:
+		kvs = kvs.DeepCopy()
+		ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("keyvaluestore", klog.KObj(kvs)))
 	}
-	kvs = kvs.DeepCopy()
-	logger := klog.FromContext(ctx).WithValues("keyvaluestore", klog.KObj(kvs))
-	ctx = klog.NewContext(ctx, logger)
+	var res result
+	var storeErr error
+	if kvs != nil {
+		res, storeErr = c.syncStore(ctx, kvs)
+	}
+	// A store's backups are driven in the same sync, also once the store
+	// is gone (they are then Failed, or were finished).
+	backupRes, backupErr := c.syncBackups(ctx, namespace, name, kvs)
+	return res.sooner(backupRes), errors.Join(storeErr, backupErr)
+}
 
+// syncStore reconciles one existing store: its workloads, bootstrap,
+// schedule and status, or its teardown.
+func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore) (result, error) {
+	logger := klog.FromContext(ctx)
 	if kvs.DeletionTimestamp != nil {
 		return c.teardown(ctx, kvs)
 	}
+	backups, err := c.backupsOf(kvs.Namespace, kvs.Name)
+	if err != nil {
+		return result{}, err
+	}
+	plan := planSchedule(kvs, backups, c.now().Time)
 	// Status is computed from what the apply calls returned, not from the
 	// informers, which may not have seen those writes yet; an apply skipped
 	// as a no-op leaves the cached object, which already matched.
 	sts, proxy := c.ownedStatefulSet(kvs), c.ownedProxy(kvs)
 	var applyErr error
+	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
+	boot := bootstrapState{done: kvs.Spec.Bootstrap == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)}
 	if !kvs.Spec.Paused {
-		sts, proxy, applyErr = c.apply(ctx, kvs, sts, proxy)
+		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
 	}
 	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
 		// The namespace controller is deleting what we would recreate, and
@@ -55,10 +76,16 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 	errors.As(applyErr, &inTheWay)
 	before := kvs.Status.Phase
 	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
+	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
+	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		return observe(k, sts, proxy, applyErr)
+		st := observe(k, sts, proxy, applyErr, boot)
+		observeBackups(&st, k, backups, plan)
+		return st
 	})
 	if statusErr == nil {
+		c.recordBootstrapEvent(kvs, bootstrapped, boot.condition)
+		c.recordScheduledBackupEvent(kvs, scheduled)
 		// A refusal is told once, when it is first recorded, not per retry.
 		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !sameCondition(progressing, now) &&
 			(now.Reason == ReasonObjectInTheWay || now.Reason == ReasonApplyFailed) {
@@ -66,58 +93,76 @@ func (c *Controller) sync(ctx context.Context, key string) (result, error) {
 		}
 		c.recordPhaseChange(kvs, before)
 	}
+	res, scheduleErr := c.runSchedule(ctx, kvs, plan)
+	res = res.sooner(result{requeueAfter: boot.requeueAfter})
 	if inTheWay != nil && statusErr == nil {
 		// Nothing of ours changes when the user removes the object in the
 		// way (it is not labelled ours): look again now and then, without
 		// the error backoff.
-		return result{requeueAfter: waitFallback}, nil
+		return res.sooner(result{requeueAfter: waitFallback}), scheduleErr
 	}
-	return result{}, errors.Join(applyErr, statusErr)
+	return res, errors.Join(applyErr, statusErr, scheduleErr)
 }
 
 // apply writes the desired owned objects with server-side apply: only the
 // fields we set are ours, server defaults never look like drift, and an
 // unchanged object is not written at all.
-func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) (*appsv1.StatefulSet, *appsv1.Deployment, error) {
+func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) (*appsv1.StatefulSet, *appsv1.Deployment, bootstrapState, error) {
+	var boot bootstrapState
 	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, headlessServiceName(kvs), headlessService(kvs)); err != nil {
-		return sts, proxy, err
+		return sts, proxy, boot, err
 	}
 	applied, err := applyUnlessUnchanged(ctx, c, c.statefulSets, kvs, kvs.Name, statefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1)))
 	if err != nil {
-		return sts, proxy, err
+		return sts, proxy, boot, err
 	}
 	sts = applied
 	if _, err := applyUnlessUnchanged(ctx, c, c.pdbs, kvs, kvs.Name, podDisruptionBudget(kvs)); err != nil {
-		return sts, proxy, err
+		return sts, proxy, boot, err
+	}
+	// The design's order: data tier healthy, then the bootstrap Job, then
+	// the proxy tier.
+	dataReady := statefulSetReady(sts, kvs.Spec.Image, ptr.Deref(kvs.Spec.Replicas, 1))
+	if boot, err = c.bootstrap(ctx, kvs, dataReady); err != nil {
+		return sts, proxy, boot, err
 	}
 
-	// The proxy tier is created only behind a ready data tier; once it exists
-	// it follows the spec even while the data tier rolls.
+	// The proxy tier is created only behind a ready, bootstrapped data tier;
+	// once it exists it follows the spec even while the data tier rolls.
 	want := proxyReplicas(kvs)
-	if want > 0 && (proxy != nil || statefulSetReady(sts, kvs.Spec.Image, ptr.Deref(kvs.Spec.Replicas, 1))) {
+	if want > 0 && (proxy != nil || (dataReady && boot.done)) {
 		applied, err := applyUnlessUnchanged(ctx, c, c.deployments, kvs, proxyName(kvs), proxyDeployment(kvs, want))
 		if err != nil {
 			// The proxy that runs still counts for status: a transient error
 			// must not make a Ready store look Degraded.
-			return sts, proxy, err
+			return sts, proxy, boot, err
 		}
 		proxy = applied
 	}
 	// The client Service moves to the proxy only once it is ready, and back
 	// to the data tier before the proxy goes.
 	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, kvs.Name, clientService(kvs, c.clientComponent(kvs, proxy))); err != nil {
-		return sts, proxy, err
+		return sts, proxy, boot, err
 	}
 	if want == 0 && proxy != nil {
 		if err := c.kube.AppsV1().Deployments(kvs.Namespace).Delete(ctx, proxy.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &proxy.UID},
 		}); err != nil && !apierrors.IsNotFound(err) {
-			return sts, proxy, fmt.Errorf("delete proxy Deployment %s: %w", proxy.Name, err)
+			return sts, proxy, boot, fmt.Errorf("delete proxy Deployment %s: %w", proxy.Name, err)
 		}
 		c.recorder.Eventf(kvs, corev1.EventTypeNormal, "Deleted", "Deleted proxy Deployment %s (spec.proxy.replicas is 0)", proxy.Name)
 		proxy = nil
 	}
-	return sts, proxy, nil
+	return sts, proxy, boot, nil
+}
+
+// recordScheduledBackupEvent warns, once per failed scheduled backup.
+func (c *Controller) recordScheduledBackupEvent(kvs *v1alpha1.KeyValueStore, before *metav1.Condition) {
+	after := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	if after == nil || after.Status == metav1.ConditionTrue || sameCondition(before, after) {
+		return
+	}
+	c.recorder.Event(kvs, corev1.EventTypeWarning, after.Reason, after.Message)
 }
 
 // clientComponent is what the client Service selects: the proxy tier once

@@ -29,13 +29,14 @@ const (
 	ReasonAsExpected       = "AsExpected"
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonPaused           = "Paused"
+	ReasonBootstrapping    = "Bootstrapping"
 	// ReasonObjectInTheWay: an object with a derived name exists that the
 	// store does not control; the message names it.
 	ReasonObjectInTheWay = "ObjectInTheWay"
 )
 
 // observe computes status from the store's StatefulSet and proxy Deployment.
-func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error) v1alpha1.KeyValueStoreStatus {
+func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error, boot bootstrapState) v1alpha1.KeyValueStoreStatus {
 	st := *kvs.Status.DeepCopy()
 	desired := ptr.Deref(kvs.Spec.Replicas, 1)
 	gen := kvs.Generation
@@ -60,7 +61,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	proxyReady := deploymentReady(proxy, proxyReplicas(kvs))
 	// currentImage is recorded only when the whole store is Ready, so it also
 	// says the store has been Ready before (Upgrading and Degraded need that).
-	if dataReady && proxyReady {
+	if dataReady && proxyReady && boot.done {
 		st.CurrentImage = sts.Spec.Template.Spec.Containers[0].Image
 	}
 	wasReady := st.CurrentImage != ""
@@ -72,6 +73,9 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if c := boot.condition; c != nil {
+		set(c.Type, c.Status, c.Reason, c.Message)
 	}
 	if sts != nil && st.ReadyReplicas >= desired {
 		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, ReasonAllReplicasReady, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
@@ -88,12 +92,22 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case isPermanent(applyErr):
 		st.Phase = v1alpha1.PhaseFailed
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonApplyFailed, applyErr.Error())
-	case dataReady && proxyReady:
+	case boot.failed:
+		st.Phase = v1alpha1.PhaseFailed
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, boot.condition.Reason, boot.condition.Message)
+	case dataReady && proxyReady && boot.done:
 		st.Phase = v1alpha1.PhaseReady
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete, "all replicas run the current spec and are ready")
 	case kvs.Spec.Paused && sts == nil:
 		st.Phase = v1alpha1.PhasePending
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "paused before any workload was created")
+	case dataReady && !boot.done:
+		st.Phase = v1alpha1.PhaseBootstrapping
+		msg := "waiting for the bootstrap Job"
+		if boot.condition != nil {
+			msg = boot.condition.Message
+		}
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonBootstrapping, msg)
 	case wasReady && gen != readyGeneration:
 		st.Phase = v1alpha1.PhaseUpgrading
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))

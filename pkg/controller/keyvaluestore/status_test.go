@@ -60,7 +60,7 @@ func TestObservePhases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kvs := newStore()
 			sts, err := tc.setup(kvs)
-			st := observe(kvs, sts, nil, err)
+			st := observe(kvs, sts, nil, err, bootstrapState{done: true})
 			assert.Equal(t, tc.want, st.Phase)
 			assert.Equal(t, kvs.Generation, st.ObservedGeneration)
 			assert.Equal(t, tc.degraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
@@ -75,14 +75,14 @@ func TestObservePhases(t *testing.T) {
 func TestObserveReadyRecordsImageAndWaitsForProxy(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptrInt32(2), Image: "envoy:1"}
-	st := observe(kvs, readySts("redis:7.2", 3), nil, nil)
+	st := observe(kvs, readySts("redis:7.2", 3), nil, nil, bootstrapState{done: true})
 	assert.Equal(t, v1alpha1.PhaseCreating, st.Phase, "not Ready while the proxy tier is missing")
 	assert.Empty(t, st.CurrentImage, "currentImage is recorded once the whole store is Ready")
 	assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable))
 
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptrInt32(2)},
 		Status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2}}
-	st = observe(kvs, readySts("redis:7.2", 3), d, nil)
+	st = observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true})
 	assert.Equal(t, v1alpha1.PhaseReady, st.Phase)
 	assert.Equal(t, "redis:7.2", st.CurrentImage)
 	assert.Equal(t, int32(2), st.ProxyReadyReplicas)

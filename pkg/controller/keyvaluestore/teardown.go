@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 
 // Teardown steps, in order; each is the Progressing reason while it runs.
 const (
+	StepStopBootstrap  = "TeardownStopBootstrap"
 	StepScaleDownProxy = "TeardownScaleDownProxy"
 	StepFinalBackup    = "TeardownFinalBackup"
 	StepScaleDownData  = "TeardownScaleDownData"
@@ -72,10 +74,12 @@ type stepWait struct {
 	warn bool
 }
 
-// teardownSteps is the order that keeps data safe: clients off (proxy),
+// teardownSteps is the order that keeps data safe: a bootstrap still
+// writing is stopped (its Pods gone), clients off (proxy),
 // a final backup while the data tier still runs, then the data tier, and
 // the claims last and only when the store's policy says so.
 var teardownSteps = []teardownStep{
+	{reason: StepStopBootstrap, done: (*teardownRun).bootstrapStopped, run: (*teardownRun).stopBootstrap},
 	{reason: StepScaleDownProxy, done: (*teardownRun).proxyGone, run: (*teardownRun).scaleDownProxy},
 	{reason: StepFinalBackup, done: (*teardownRun).finalBackupDone, run: (*teardownRun).runFinalBackup},
 	{reason: StepScaleDownData, done: (*teardownRun).dataGone, run: (*teardownRun).scaleDownData},
@@ -395,4 +399,44 @@ func deletesClaims(kvs *v1alpha1.KeyValueStore) bool {
 func (c *Controller) namespaceTerminating(ctx context.Context, name string) bool {
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	return err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating)
+}
+
+// Step 0: a bootstrap Job still running is stopped, and its Pods are gone,
+// before anything else: it may be writing into the data tier.
+
+func (t *teardownRun) activeBootstrapJobs() ([]*batchv1.Job, error) {
+	jobs, err := t.c.bootstrapJobs(t.kvs)
+	return slices.DeleteFunc(jobs, func(j *batchv1.Job) bool {
+		return jobCondition(j, batchv1.JobComplete) || jobCondition(j, batchv1.JobFailed)
+	}), err
+}
+
+func (t *teardownRun) bootstrapStopped() (bool, error) {
+	if t.kvs.Spec.Bootstrap == nil {
+		return true, nil
+	}
+	jobs, err := t.activeBootstrapJobs()
+	return len(jobs) == 0, err
+}
+
+func (t *teardownRun) stopBootstrap(ctx context.Context) (stepWait, error) {
+	jobs, err := t.activeBootstrapJobs()
+	if err != nil {
+		return stepWait{}, err
+	}
+	// Foreground: the Job goes only after its Pods, so "no Job" means
+	// nothing of the bootstrap runs any more.
+	propagation := metav1.DeletePropagationForeground
+	for _, j := range jobs {
+		if j.DeletionTimestamp != nil {
+			continue
+		}
+		err := t.c.kube.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
+			PropagationPolicy: &propagation, Preconditions: &metav1.Preconditions{UID: &j.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return stepWait{}, fmt.Errorf("stop bootstrap Job %s: %w", j.Name, err)
+		}
+		t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, "Deleted", "Stopped bootstrap Job %s: the store is being deleted", j.Name)
+	}
+	return stepWait{message: fmt.Sprintf("stopping %d bootstrap Job(s)", len(jobs))}, nil
 }

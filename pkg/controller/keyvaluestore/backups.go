@@ -1,0 +1,343 @@
+package keyvaluestore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// Reasons a KeyValueStoreBackup fails or waits, in its status and events.
+const (
+	ReasonStoreNotFound       = "StoreNotFound"
+	ReasonBackupNotConfigured = "BackupNotConfigured"
+	ReasonStoreDeleted        = "StoreDeleted"
+	ReasonAttemptsExhausted   = "AttemptsExhausted"
+	ReasonJobSucceeded        = "JobSucceeded"
+	ReasonAttemptFailed       = "AttemptFailed"
+	ReasonWaitingForBackup    = "WaitingForOtherBackup"
+)
+
+// Condition types of a KeyValueStoreBackup: Completed once it succeeded,
+// Failed once it failed for good (as a Job's Complete and Failed).
+const (
+	BackupConditionCompleted = "Completed"
+	BackupConditionFailed    = "Failed"
+)
+
+// backupAttemptLimit is how many Jobs a Manual or Scheduled backup gets. A
+// Final backup has no limit: the store's data is deleted only after it, so
+// it is retried (with backoff) until it succeeds or the user skips it.
+const backupAttemptLimit = 3
+
+// storeNameIndex indexes KeyValueStoreBackups by namespace/spec.storeName.
+const storeNameIndex = "storeName"
+
+func backupStoreKey(obj any) ([]string, error) {
+	b, ok := obj.(*v1alpha1.KeyValueStoreBackup)
+	if !ok {
+		return nil, nil
+	}
+	return []string{b.Namespace + "/" + b.Spec.StoreName}, nil
+}
+
+// enqueueBackupStore maps a backup to its store's key: a store's backups are
+// reconciled by the same sync as the store, one at a time, so two workers
+// can never start two backup Jobs of one store.
+func (c *Controller) enqueueBackupStore(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if b, ok := obj.(*v1alpha1.KeyValueStoreBackup); ok {
+		c.queue.Add(b.Namespace + "/" + b.Spec.StoreName)
+	}
+}
+
+// backupsOf are the backups naming the store, oldest first.
+func (c *Controller) backupsOf(namespace, store string) ([]*v1alpha1.KeyValueStoreBackup, error) {
+	objs, err := c.backupIndex.ByIndex(storeNameIndex, namespace+"/"+store)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.KeyValueStoreBackup, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1alpha1.KeyValueStoreBackup))
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.KeyValueStoreBackup) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+func backupFinished(b *v1alpha1.KeyValueStoreBackup) bool {
+	return b.Status.Phase == v1alpha1.BackupPhaseCompleted || b.Status.Phase == v1alpha1.BackupPhaseFailed
+}
+
+// syncBackups drives the store's unfinished backups: at most one Job runs
+// at a time, the others wait in creation order. kvs is nil if the store
+// does not exist (in the cache).
+func (c *Controller) syncBackups(ctx context.Context, namespace, store string, kvs *v1alpha1.KeyValueStore) (result, error) {
+	backups, err := c.backupsOf(namespace, store)
+	if err != nil {
+		return result{}, err
+	}
+	backups = slices.DeleteFunc(backups, backupFinished)
+	if len(backups) == 0 {
+		return result{}, nil
+	}
+	if kvs == nil {
+		// The cache may lag behind a store created with its backup: only a
+		// fresh read may fail a backup for a missing store.
+		fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(namespace).Get(ctx, store, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return result{}, err
+		default:
+			kvs = fresh
+		}
+	}
+	var errs []error
+	var runnable []*v1alpha1.KeyValueStoreBackup
+	for _, b := range backups {
+		if reason, msg := cannotRun(kvs, b); reason != "" {
+			errs = append(errs, c.failBackup(ctx, b, reason, msg))
+			continue
+		}
+		runnable = append(runnable, b)
+	}
+	if len(runnable) == 0 {
+		return result{}, errors.Join(errs...)
+	}
+	// The one that runs: one already started, else the oldest.
+	i := max(0, slices.IndexFunc(runnable, func(b *v1alpha1.KeyValueStoreBackup) bool { return b.Status.Attempts > 0 }))
+	active := runnable[i]
+	for _, b := range runnable {
+		if b != active {
+			errs = append(errs, c.markBackupWaiting(ctx, b, active))
+		}
+	}
+	res, err := c.runBackup(ctx, kvs, active)
+	return res, errors.Join(append(errs, err)...)
+}
+
+// cannotRun says why a backup can never run (reason ""  if it can).
+func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (reason, message string) {
+	switch {
+	case kvs == nil:
+		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s does not exist", b.Namespace, b.Spec.StoreName)
+	case kvs.Spec.Backup == nil:
+		return ReasonBackupNotConfigured, fmt.Sprintf("KeyValueStore %s has no spec.backup: nothing says how to back it up", kvs.Name)
+	case kvs.DeletionTimestamp != nil && b.Spec.Reason != v1alpha1.BackupReasonFinal && b.Status.Attempts == 0:
+		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
+	}
+	return "", ""
+}
+
+// runBackup moves the backup one step: start the next attempt's Job, wait
+// for it, record its outcome, back off after a failure.
+func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (result, error) {
+	attempt := int(b.Status.Attempts)
+	if attempt == 0 {
+		return result{}, c.startBackupAttempt(ctx, kvs, b, 1)
+	}
+	job, err := c.backupJobOf(ctx, b, attempt)
+	if err != nil {
+		return result{}, err
+	}
+	switch {
+	case job == nil:
+		// Deleted by someone before it finished: that attempt failed.
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.now().Time, "its Job "+backupJobName(b, attempt)+" was deleted")
+	case jobCondition(job, batchv1.JobComplete):
+		return result{}, c.completeBackup(ctx, b, job)
+	case jobCondition(job, batchv1.JobFailed):
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, jobFailedAt(job), jobFailureReason(job)+", Job "+job.Name)
+	}
+	return result{}, nil // running: the Job's events bring us back
+}
+
+// backupJobOf is the Job of the backup's attempt (nil if it does not
+// exist), read live when the cache does not have it yet.
+func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int) (*batchv1.Job, error) {
+	name := backupJobName(b, attempt)
+	job, err := c.jobKind.cached(b.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		job, err = c.jobKind.live(ctx, b.Namespace, name)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get backup Job %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(job, b) {
+		return nil, &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: name, holder: holder(job)}
+	}
+	return job, nil
+}
+
+func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, failedAt time.Time, why string) (result, error) {
+	if b.Spec.Reason != v1alpha1.BackupReasonFinal && attempt >= backupAttemptLimit {
+		return result{}, c.failBackup(ctx, b, ReasonAttemptsExhausted,
+			fmt.Sprintf("attempt %d of %d failed (%s); no attempts left", attempt, backupAttemptLimit, why))
+	}
+	next := failedAt.Add(backupBackoff(attempt))
+	if wait := next.Sub(c.now().Time); wait > 0 {
+		msg := fmt.Sprintf("attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
+		err := c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+			st.Message = msg
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionFailed, Status: metav1.ConditionFalse,
+				Reason: ReasonAttemptFailed, Message: msg})
+		}, corev1.EventTypeWarning, ReasonAttemptFailed)
+		return result{requeueAfter: wait}, err
+	}
+	if err := c.pruneFailedJobs(ctx, b); err != nil {
+		return result{}, err
+	}
+	return result{}, c.startBackupAttempt(ctx, kvs, b, attempt+1)
+}
+
+// startBackupAttempt creates the attempt's Job, then records it. The Job's
+// name is deterministic: after a crash between the two, the next pass finds
+// the Job and records it.
+func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) error {
+	name := backupJobName(b, attempt)
+	existing, err := c.backupJobOf(ctx, b, attempt)
+	if err != nil {
+		return err
+	}
+	if existing == nil {
+		if _, err := c.jobKind.apply(ctx, b.Namespace, backupJob(kvs, b, attempt)); err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")
+			}
+			return fmt.Errorf("create backup Job %s: %w", name, err)
+		}
+		observeApply("Job", applyCreated)
+	}
+	now := c.now()
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+		st.Phase = v1alpha1.BackupPhaseRunning
+		st.Attempts = int32(attempt)
+		st.JobName = name
+		if st.StartTime == nil {
+			st.StartTime = &now
+		}
+		st.Message = fmt.Sprintf("attempt %d: Job %s runs", attempt, name)
+	}, corev1.EventTypeNormal, "Started")
+}
+
+func (c *Controller) completeBackup(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job) error {
+	done := c.now()
+	if job.Status.CompletionTime != nil {
+		done = *job.Status.CompletionTime
+	}
+	msg := fmt.Sprintf("Job %s succeeded (attempt %d)", job.Name, attemptOf(job))
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+		st.Phase = v1alpha1.BackupPhaseCompleted
+		st.CompletionTime = &done
+		st.Message = msg
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionCompleted, Status: metav1.ConditionTrue, Reason: ReasonJobSucceeded, Message: msg})
+		meta.RemoveStatusCondition(&st.Conditions, BackupConditionFailed)
+	}, corev1.EventTypeNormal, string(v1alpha1.BackupPhaseCompleted))
+}
+
+// failBackup ends the backup as Failed with a reason.
+func (c *Controller) failBackup(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, reason, msg string) error {
+	done := c.now()
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+		st.Phase = v1alpha1.BackupPhaseFailed
+		st.CompletionTime = &done
+		st.Message = msg
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	}, corev1.EventTypeWarning, reason)
+}
+
+// markBackupWaiting says, once, which backup a Pending one waits for.
+func (c *Controller) markBackupWaiting(ctx context.Context, b, active *v1alpha1.KeyValueStoreBackup) error {
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+		st.Phase = v1alpha1.BackupPhasePending
+		st.Message = fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)
+	}, "", "")
+}
+
+// updateBackupStatus writes the backup's status if mutate changed it, and
+// then sends an event of eventType (none if "") with the new message.
+func (c *Controller) updateBackupStatus(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, mutate func(*v1alpha1.KeyValueStoreBackupStatus), eventType, reason string) error {
+	next := b.DeepCopy()
+	if next.Status.Phase == "" {
+		next.Status.Phase = v1alpha1.BackupPhasePending
+	}
+	mutate(&next.Status)
+	for i := range next.Status.Conditions {
+		next.Status.Conditions[i].ObservedGeneration = b.Generation
+	}
+	next.Status.ObservedGeneration = b.Generation
+	if equalBackupStatus(b.Status, next.Status) {
+		return nil
+	}
+	updated, err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("update status of backup %s: %w", b.Name, err)
+	}
+	*b = *updated
+	if eventType != "" {
+		c.recorder.Event(b, eventType, reason, b.Status.Message)
+	}
+	return nil
+}
+
+// equalBackupStatus ignores lastTransitionTime, which SetStatusCondition
+// keeps for an unchanged condition anyway.
+func equalBackupStatus(a, b v1alpha1.KeyValueStoreBackupStatus) bool {
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		if !sameCondition(&a.Conditions[i], &b.Conditions[i]) {
+			return false
+		}
+	}
+	a.Conditions, b.Conditions = nil, nil
+	return a.Phase == b.Phase && a.ObservedGeneration == b.ObservedGeneration && a.StartTime.Equal(b.StartTime) &&
+		a.CompletionTime.Equal(b.CompletionTime) && a.JobName == b.JobName && a.Attempts == b.Attempts && a.Message == b.Message
+}
+
+// pruneFailedJobs deletes all but the newest failed attempts' Jobs of a backup.
+func (c *Controller) pruneFailedJobs(ctx context.Context, b *v1alpha1.KeyValueStoreBackup) error {
+	var failed []*batchv1.Job
+	for n := 1; n <= int(b.Status.Attempts); n++ {
+		if j, err := c.jobKind.cached(b.Namespace, backupJobName(b, n)); err == nil && metav1.IsControlledBy(j, b) && jobCondition(j, batchv1.JobFailed) {
+			failed = append(failed, j)
+		}
+	}
+	return c.deleteOldJobs(ctx, failed, keepFailedBackupJobs)
+}
+
+// deleteOldJobs deletes all but the last keep of jobs (oldest first).
+func (c *Controller) deleteOldJobs(ctx context.Context, jobs []*batchv1.Job, keep int) error {
+	if len(jobs) <= keep {
+		return nil
+	}
+	propagation := metav1.DeletePropagationBackground
+	for _, j := range jobs[:len(jobs)-keep] {
+		err := c.kube.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
+			PropagationPolicy: &propagation, Preconditions: &metav1.Preconditions{UID: &j.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete failed Job %s: %w", j.Name, err)
+		}
+	}
+	return nil
+}

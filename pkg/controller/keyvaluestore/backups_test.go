@@ -1,0 +1,157 @@
+package keyvaluestore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+func (f *fixture) backup(name string) *v1alpha1.KeyValueStoreBackup {
+	f.t.Helper()
+	b, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return b
+}
+
+// A Manual backup goes Pending → Running → Completed with one Job, and a
+// second backup of the same store waits for it.
+func TestBackupRunsOneJobAtATime(t *testing.T) {
+	kvs := newStore(withBackup)
+	first := newBackup("first", v1alpha1.BackupReasonManual)
+	second := newBackup("second", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
+	})
+	f := newFixture(t, kvs, first, second)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, own := f.writes()
+	assert.Contains(t, kube, "apply jobs first-1")
+	assert.NotContains(t, kube, "apply jobs second-1", "one backup Job per store at a time")
+	assert.Contains(t, own, "update keyvaluestorebackups/status first")
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("first").Status.Phase)
+	assert.Equal(t, "first-1", f.backup("first").Status.JobName)
+	assert.Equal(t, v1alpha1.BackupPhasePending, f.backup("second").Status.Phase)
+	assert.Contains(t, f.backup("second").Status.Message, "waiting for backup first")
+
+	// Running: nothing new.
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
+
+	f.finishJob("first-1", batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	b := f.backup("first")
+	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase)
+	require.NotNil(t, b.Status.CompletionTime)
+	// Its status update brings the store's key back: the next one starts.
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "apply jobs second-1", "the next waiting backup starts")
+
+	// The store reports the newest completed backup.
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.NotNil(t, f.stored(kvs).Status.LastBackupTime)
+	assert.True(t, f.stored(kvs).Status.LastBackupTime.Equal(b.Status.CompletionTime))
+}
+
+// A failing backup is retried with backoff up to its limit, then Failed.
+func TestBackupFailsAfterItsAttempts(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	for attempt := 1; attempt <= backupAttemptLimit; attempt++ {
+		f.finishJob(backupJobName(f.backup("b"), attempt), batchv1.JobFailed)
+		f.refreshCache("ns")
+		res, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		if attempt == backupAttemptLimit {
+			break
+		}
+		assert.Equal(t, backupBackoff(attempt), res.requeueAfter)
+		assert.Contains(t, f.backup("b").Status.Message, "attempt")
+		f.now = f.now.Add(backupBackoff(attempt))
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "apply jobs "+backupJobName(f.backup("b"), attempt+1))
+	}
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, int32(backupAttemptLimit), b.Status.Attempts)
+	assert.Contains(t, b.Status.Message, "no attempts left")
+	c := findCondition(b.Status.Conditions, BackupConditionFailed)
+	require.NotNil(t, c)
+	assert.Equal(t, ReasonAttemptsExhausted, c.Reason)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning AttemptsExhausted")
+}
+
+// A backup that can never run fails at once with a reason, never stays Pending.
+func TestBackupThatCannotRunFails(t *testing.T) {
+	t.Run("store without spec.backup", func(t *testing.T) {
+		kvs := newStore()
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
+		assert.Equal(t, ReasonBackupNotConfigured, findCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
+	})
+	t.Run("no such store", func(t *testing.T) {
+		f := newFixture(t, nil, newBackup("b", v1alpha1.BackupReasonManual))
+		_, err := f.c.sync(context.Background(), "ns/s")
+		require.NoError(t, err)
+		assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
+		assert.Equal(t, ReasonStoreNotFound, findCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
+	})
+	t.Run("store in the server but not yet in the cache", func(t *testing.T) {
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		require.NoError(t, f.kvsInf.Kvstore().V1alpha1().KeyValueStores().Informer().GetIndexer().Delete(kvs))
+		_, err := f.c.sync(context.Background(), "ns/s")
+		require.NoError(t, err)
+		assert.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase, "a fresh read finds the store")
+	})
+}
+
+// Deleting a store never deletes its backups: their Jobs belong to them.
+func TestBackupJobIsControlledByTheBackup(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), "b-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	ref := metav1.GetControllerOf(job)
+	require.NotNil(t, ref)
+	assert.Equal(t, "KeyValueStoreBackup", ref.Kind)
+	_, own := f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "delete", "no backup is deleted")
+	}
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// Reasons of the Bootstrapped condition.
+const (
+	ReasonBootstrapRunning   = "BootstrapRunning"
+	ReasonBootstrapSucceeded = "BootstrapSucceeded"
+	ReasonBootstrapRetrying  = "BootstrapAttemptFailed"
+	ReasonBootstrapFailed    = "BootstrapFailed"
+	ReasonBackupNotFound     = "BackupNotFound"
+	ReasonBackupNotCompleted = "BackupNotCompleted"
+	ReasonWaitingForDataTier = "WaitingForDataTier"
+	// bootstrapAttemptLimit is how many Jobs a bootstrap gets.
+	bootstrapAttemptLimit = 3
+)
+
+// bootstrapState is where a store's bootstrap stands, for status and for
+// gating the proxy tier.
+type bootstrapState struct {
+	// done: no bootstrap, or it succeeded. The proxy tier and phase Ready
+	// wait for it.
+	done bool
+	// failed: it failed for good (or cannot run); the store is Failed.
+	failed bool
+	// condition is the Bootstrapped condition to record (nil: none).
+	condition *metav1.Condition
+	// requeueAfter: look again then (a backoff running out).
+	requeueAfter time.Duration
+}
+
+// bootstrapJobs are the store's bootstrap Jobs, oldest attempt first.
+func (c *Controller) bootstrapJobs(kvs *v1alpha1.KeyValueStore) ([]*batchv1.Job, error) {
+	jobs, err := c.jobs.Jobs(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentBootstrap)))
+	if err != nil {
+		return nil, fmt.Errorf("list bootstrap Jobs: %w", err)
+	}
+	jobs = slices.DeleteFunc(jobs, func(j *batchv1.Job) bool { return !metav1.IsControlledBy(j, kvs) })
+	slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return attemptOf(a) - attemptOf(b) })
+	return jobs, nil
+}
+
+// bootstrapSucceeded: the Bootstrapped condition says so, or a Job of ours
+// completed (the condition may not have been written before a crash). Either
+// is enough: a bootstrap that succeeded never runs again.
+func bootstrapSucceeded(kvs *v1alpha1.KeyValueStore, jobs []*batchv1.Job) bool {
+	if meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped) {
+		return true
+	}
+	return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) })
+}
+
+// bootstrap runs the store's bootstrap Job once the data tier is ready.
+func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, dataReady bool) (bootstrapState, error) {
+	if kvs.Spec.Bootstrap == nil {
+		return bootstrapState{done: true}, nil
+	}
+	cond := func(s metav1.ConditionStatus, reason, msg string) *metav1.Condition {
+		return &metav1.Condition{Type: v1alpha1.ConditionBootstrapped, Status: s, Reason: reason, Message: msg, ObservedGeneration: kvs.Generation}
+	}
+	jobs, err := c.bootstrapJobs(kvs)
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	if bootstrapSucceeded(kvs, jobs) {
+		msg := "bootstrap succeeded"
+		if i := slices.IndexFunc(jobs, func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) }); i >= 0 {
+			msg = fmt.Sprintf("bootstrap Job %s succeeded", jobs[i].Name)
+		}
+		if c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); c != nil && c.Status == metav1.ConditionTrue {
+			msg = c.Message // never rewritten once recorded
+		}
+		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, msg)}, nil
+	}
+	var latest *batchv1.Job
+	if len(jobs) > 0 {
+		latest = jobs[len(jobs)-1]
+	}
+	if latest == nil && !dataReady {
+		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job starts once every data replica is ready")}, nil
+	}
+	from, reason, msg, err := c.bootstrapSource(ctx, kvs)
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	if reason != "" && latest == nil {
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg)}, nil
+	}
+	switch {
+	case latest == nil:
+		return c.startBootstrap(ctx, kvs, from, 1, cond)
+	case !jobCondition(latest, batchv1.JobFailed):
+		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning,
+			fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))}, nil
+	}
+	attempt := attemptOf(latest)
+	if attempt >= bootstrapAttemptLimit {
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed,
+			fmt.Sprintf("bootstrap attempt %d of %d failed (%s, Job %s); no attempts left: delete and recreate the store to try again",
+				attempt, bootstrapAttemptLimit, jobFailureReason(latest), latest.Name))}, nil
+	}
+	next := jobFailedAt(latest).Add(backupBackoff(attempt))
+	if wait := next.Sub(c.now().Time); wait > 0 {
+		return bootstrapState{requeueAfter: wait, condition: cond(metav1.ConditionFalse, ReasonBootstrapRetrying,
+			fmt.Sprintf("bootstrap attempt %d failed (%s, Job %s); attempt %d starts at %s",
+				attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339)))}, nil
+	}
+	return c.startBootstrap(ctx, kvs, from, attempt+1, cond)
+}
+
+func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int,
+	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (bootstrapState, error) {
+	job, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, bootstrapJobName(kvs, attempt), bootstrapJob(kvs, from, attempt))
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning,
+		fmt.Sprintf("bootstrap Job %s runs (attempt %d)", job.GetName(), attempt))}, nil
+}
+
+// bootstrapSource is the backup a bootstrap restores (nil if none); reason
+// is set when it cannot be restored (missing or not Completed).
+func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValueStore) (*v1alpha1.KeyValueStoreBackup, string, string, error) {
+	name := kvs.Spec.Bootstrap.FromBackup
+	if name == "" {
+		return nil, "", "", nil
+	}
+	b, err := c.backups.KeyValueStoreBackups(kvs.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		b, err = c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, ReasonBackupNotFound, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s/%s does not exist", kvs.Namespace, name), nil
+	case err != nil:
+		return nil, "", "", fmt.Errorf("get backup %s: %w", name, err)
+	case b.Status.Phase != v1alpha1.BackupPhaseCompleted:
+		return nil, ReasonBackupNotCompleted, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s is %s, not Completed", name, phaseOr(b.Status.Phase)), nil
+	}
+	return b, "", "", nil
+}
+
+func phaseOr(p v1alpha1.KeyValueStoreBackupPhase) string {
+	if p == "" {
+		return string(v1alpha1.BackupPhasePending)
+	}
+	return string(p)
+}
+
+// recordBootstrapEvent tells, once per change, how the bootstrap goes.
+func (c *Controller) recordBootstrapEvent(kvs *v1alpha1.KeyValueStore, before, after *metav1.Condition) {
+	if after == nil || sameCondition(before, after) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if after.Reason != ReasonBootstrapRunning && after.Reason != ReasonBootstrapSucceeded && after.Reason != ReasonWaitingForDataTier {
+		eventType = corev1.EventTypeWarning
+	}
+	c.recorder.Event(kvs, eventType, after.Reason, after.Message)
+}

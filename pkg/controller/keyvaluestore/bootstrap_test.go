@@ -1,0 +1,159 @@
+package keyvaluestore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+func withBootstrap(from string) func(*v1alpha1.KeyValueStore) {
+	return func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1", Command: []string{"/restore"}, FromBackup: from}
+	}
+}
+
+func completedBackup(name string) *v1alpha1.KeyValueStoreBackup {
+	return newBackup(name, v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Spec.StoreName = "old"
+		b.Status.Phase = v1alpha1.BackupPhaseCompleted
+	})
+}
+
+// The design's order: data tier ready → bootstrap Job → proxy tier → Ready.
+func TestBootstrapRunsBeforeTheProxy(t *testing.T) {
+	kvs := newStore(withProxy(2), withBootstrap("nightly"))
+	f := newFixture(t, kvs, completedBackup("nightly"))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply jobs s-bootstrap-1", "no bootstrap before the data tier is ready")
+
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "apply jobs s-bootstrap-1")
+	assert.NotContains(t, kube, "apply deployments s-proxy", "no proxy while the bootstrap runs")
+	st := f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhaseBootstrapping, st.Phase)
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), "s-bootstrap-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, job.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "KVSTORE_BACKUP_NAME", Value: "nightly"})
+
+	f.refreshCache("ns")
+	f.finishJob("s-bootstrap-1", batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "apply deployments s-proxy", "the proxy tier after the bootstrap")
+	assert.True(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped))
+
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+
+	// Never again: even with the Job gone and a restart, the condition holds.
+	require.NoError(t, f.kube.BatchV1().Jobs("ns").Delete(context.Background(), "s-bootstrap-1", metav1.DeleteOptions{}))
+	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(job))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "a bootstrap that succeeded never runs again")
+}
+
+func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
+	for name, tc := range map[string]struct {
+		backups []*v1alpha1.KeyValueStoreBackup
+		reason  string
+	}{
+		"missing":       {reason: ReasonBackupNotFound},
+		"not completed": {backups: []*v1alpha1.KeyValueStoreBackup{newBackup("nightly", v1alpha1.BackupReasonManual)}, reason: ReasonBackupNotCompleted},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBootstrap("nightly"))
+			f := newFixture(t, kvs)
+			for _, b := range tc.backups {
+				_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(context.Background(), b, metav1.CreateOptions{})
+				require.NoError(t, err)
+				f.cache(b)
+			}
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
+			st := f.stored(kvs).Status
+			assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped)
+			require.NotNil(t, c)
+			assert.Equal(t, tc.reason, c.Reason)
+			assert.Contains(t, c.Message, "spec.bootstrap.fromBackup")
+		})
+	}
+}
+
+func TestFailingBootstrapEndsFailed(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	for attempt := 1; attempt <= bootstrapAttemptLimit; attempt++ {
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		f.finishJob(bootstrapJobName(kvs, attempt), batchv1.JobFailed)
+		f.refreshCache("ns")
+		res, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		if attempt < bootstrapAttemptLimit {
+			assert.Equal(t, backupBackoff(attempt), res.requeueAfter)
+			assert.Equal(t, v1alpha1.PhaseBootstrapping, f.stored(kvs).Status.Phase)
+			f.now = f.now.Add(backupBackoff(attempt))
+		}
+	}
+	st := f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning BootstrapFailed")
+}
+
+// Teardown stops a bootstrap that still runs before anything else.
+func TestTeardownStopsARunningBootstrap(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.refreshCache("ns")
+
+	gone := f.stored(kvs)
+	deleting(gone)
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
+	assert.Equal(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+}

@@ -1,0 +1,216 @@
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
+)
+
+// Reasons of the ScheduledBackupSucceeded condition.
+const (
+	ReasonScheduledBackupCompleted = "ScheduledBackupCompleted"
+	ReasonScheduledBackupFailed    = "ScheduledBackupFailed"
+	ReasonInvalidSchedule          = "InvalidSchedule"
+)
+
+// Scheduled backups kept besides the Completed ones spec.backup.keep
+// counts: the newest failed ones, for their messages and Jobs' logs.
+const keepFailedScheduledBackups = 3
+
+// maxSlotsWalked bounds the walk over missed slots after downtime (a
+// minutely schedule and ten weeks of downtime); past it the latest slot
+// found is taken, which is at most a little old.
+const maxSlotsWalked = 100_000
+
+// dueSlot is the latest slot of sched in (after, now], or zero if none:
+// after downtime, only the most recent missed slot is taken.
+func dueSlot(sched cron.Schedule, after, now time.Time) time.Time {
+	var due time.Time
+	for t, n := sched.Next(after), 0; !t.IsZero() && !t.After(now) && n < maxSlotsWalked; t, n = sched.Next(t), n+1 {
+		due = t
+	}
+	return due
+}
+
+// slotOf is the schedule slot a Scheduled backup was made for.
+func slotOf(b *v1alpha1.KeyValueStoreBackup) (time.Time, bool) {
+	if b.Spec.Reason != v1alpha1.BackupReasonScheduled {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, b.Annotations[slotAnnotation])
+	return t, err == nil
+}
+
+// scheduledOf are the store's Scheduled backups, newest slot first.
+func scheduledOf(backups []*v1alpha1.KeyValueStoreBackup) []*v1alpha1.KeyValueStoreBackup {
+	var out []*v1alpha1.KeyValueStoreBackup
+	for _, b := range backups {
+		if _, ok := slotOf(b); ok {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.KeyValueStoreBackup) int {
+		sa, _ := slotOf(a)
+		sb, _ := slotOf(b)
+		return sb.Compare(sa)
+	})
+	return out
+}
+
+// scheduling is what the schedule of one store needs done now.
+type scheduling struct {
+	// next is the next slot (zero without a schedule).
+	next time.Time
+	// due is a slot whose backup is to be created now (zero if none).
+	due time.Time
+	// prune are scheduled backups beyond what is kept.
+	prune []*v1alpha1.KeyValueStoreBackup
+	err   error
+}
+
+// planSchedule works out, from the store and its backups only (nothing in
+// status is remembered), which slot is due, the next slot and what to prune.
+func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStoreBackup, now time.Time) scheduling {
+	b := kvs.Spec.Backup
+	if b == nil || b.Schedule == "" || kvs.Spec.Paused || kvs.DeletionTimestamp != nil {
+		return scheduling{}
+	}
+	sched, err := validation.ParseSchedule(b.Schedule, b.TimeZone)
+	if err != nil {
+		return scheduling{err: err}
+	}
+	scheduled := scheduledOf(backups)
+	after := kvs.CreationTimestamp.Time
+	if len(scheduled) > 0 {
+		newest, _ := slotOf(scheduled[0])
+		after = later(after, newest)
+	}
+	return scheduling{
+		next:  sched.Next(now),
+		due:   dueSlot(sched, after, now),
+		prune: toPrune(scheduled, int(ptr.Deref(b.Keep, 7))),
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// toPrune are the Completed scheduled backups beyond keep and the failed
+// ones beyond keepFailedScheduledBackups (scheduled: newest first). Manual
+// and Final backups are never pruned; neither is the newest slot's backup,
+// which the schedule reads its position from.
+func toPrune(scheduled []*v1alpha1.KeyValueStoreBackup, keep int) []*v1alpha1.KeyValueStoreBackup {
+	var out []*v1alpha1.KeyValueStoreBackup
+	completed, failed := 0, 0
+	for i, b := range scheduled {
+		switch b.Status.Phase {
+		case v1alpha1.BackupPhaseCompleted:
+			completed++
+			if completed > keep && i > 0 {
+				out = append(out, b)
+			}
+		case v1alpha1.BackupPhaseFailed:
+			failed++
+			if failed > keepFailedScheduledBackups && i > 0 {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// runSchedule creates the due slot's backup and prunes; it returns when to
+// look again (the next slot).
+func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStore, plan scheduling) (result, error) {
+	if plan.err != nil {
+		return result{}, nil // reported in status (ScheduledBackupSucceeded)
+	}
+	if !plan.due.IsZero() {
+		if err := c.createScheduledBackup(ctx, kvs, plan.due); err != nil {
+			return result{}, err
+		}
+	}
+	for _, b := range plan.prune {
+		err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &b.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return result{}, fmt.Errorf("prune scheduled backup %s: %w", b.Name, err)
+		}
+	}
+	if plan.next.IsZero() {
+		return result{}, nil
+	}
+	// A second late rather than early: a requeue that lands before the slot
+	// would find nothing due and wait a whole period.
+	return result{requeueAfter: plan.next.Sub(c.now().Time) + time.Second}, nil
+}
+
+func (c *Controller) createScheduledBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time) error {
+	b := &v1alpha1.KeyValueStoreBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        scheduledBackupName(kvs, slot),
+			Namespace:   kvs.Namespace,
+			Labels:      labelsFor(kvs, ComponentBackup),
+			Annotations: map[string]string{slotAnnotation: slot.UTC().Format(time.RFC3339), storeUIDAnnotation: string(kvs.UID)},
+		},
+		Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: kvs.Name, Reason: v1alpha1.BackupReasonScheduled},
+	}
+	_, err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Create(ctx, b, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil // this slot was taken already (by us before a restart, or by the previous leader)
+	case err != nil:
+		return fmt.Errorf("create scheduled backup %s: %w", b.Name, err)
+	}
+	c.recorder.Eventf(kvs, corev1.EventTypeNormal, "Created", "Created KeyValueStoreBackup %s for the slot at %s", b.Name, slot.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// observeBackups sets the backup fields of status: lastBackupTime (the
+// newest Completed backup of any reason), nextBackupTime and the outcome of
+// the newest finished scheduled backup.
+func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStoreBackup, plan scheduling) {
+	for _, b := range backups {
+		if b.Status.Phase == v1alpha1.BackupPhaseCompleted && b.Status.CompletionTime != nil &&
+			(st.LastBackupTime == nil || st.LastBackupTime.Before(b.Status.CompletionTime)) {
+			st.LastBackupTime = b.Status.CompletionTime.DeepCopy()
+		}
+	}
+	st.NextBackupTime = nil
+	if !plan.next.IsZero() {
+		st.NextBackupTime = &metav1.Time{Time: plan.next}
+	}
+	set := func(s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduledBackupSucceeded,
+			Status: s, Reason: reason, Message: msg, ObservedGeneration: kvs.Generation})
+	}
+	if plan.err != nil {
+		set(metav1.ConditionFalse, ReasonInvalidSchedule, "spec.backup.schedule cannot be run: "+plan.err.Error())
+		return
+	}
+	i := slices.IndexFunc(scheduledOf(backups), backupFinished)
+	if i < 0 {
+		return
+	}
+	last := scheduledOf(backups)[i]
+	if last.Status.Phase == v1alpha1.BackupPhaseCompleted {
+		set(metav1.ConditionTrue, ReasonScheduledBackupCompleted, fmt.Sprintf("scheduled backup %s completed", last.Name))
+	} else {
+		set(metav1.ConditionFalse, ReasonScheduledBackupFailed, fmt.Sprintf("scheduled backup %s failed: %s", last.Name, last.Status.Message))
+	}
+}

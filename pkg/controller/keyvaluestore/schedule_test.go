@@ -1,0 +1,147 @@
+package keyvaluestore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
+)
+
+func withSchedule(schedule string, keep int32) func(*v1alpha1.KeyValueStore) {
+	return func(k *v1alpha1.KeyValueStore) {
+		withBackup(k)
+		k.Spec.Backup.Schedule = schedule
+		k.Spec.Backup.Keep = ptr.To(keep)
+		k.CreationTimestamp = metav1.NewTime(testNow.Add(-30 * time.Minute))
+	}
+}
+
+func scheduledBackup(kvs *v1alpha1.KeyValueStore, slot time.Time, phase v1alpha1.KeyValueStoreBackupPhase) *v1alpha1.KeyValueStoreBackup {
+	return newBackup(scheduledBackupName(kvs, slot), v1alpha1.BackupReasonScheduled, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Annotations = map[string]string{slotAnnotation: slot.UTC().Format(time.RFC3339)}
+		b.Status.Phase = phase
+		if phase == v1alpha1.BackupPhaseCompleted {
+			b.Status.CompletionTime = ptr.To(metav1.NewTime(slot.Add(time.Minute)))
+		}
+	})
+}
+
+func TestDueSlot(t *testing.T) {
+	hourly, err := validation.ParseSchedule("0 * * * *", nil)
+	require.NoError(t, err)
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 30, h, m, 0, 0, time.UTC) }
+	assert.Equal(t, at(12, 0), dueSlot(hourly, at(11, 30), at(12, 0)), "a slot at now is due")
+	assert.True(t, dueSlot(hourly, at(12, 0), at(12, 59)).IsZero(), "nothing due before the next slot")
+	assert.Equal(t, at(12, 0), dueSlot(hourly, at(3, 0), at(12, 30)), "after downtime: only the latest missed slot")
+	minutely, err := validation.ParseSchedule("* * * * *", nil)
+	require.NoError(t, err)
+	assert.False(t, dueSlot(minutely, at(0, 0).AddDate(-1, 0, 0), at(12, 0)).IsZero(), "a year of minutely slots ends")
+}
+
+// The schedule creates the due slot's backup once, with a deterministic
+// name; a second pass, a restart or a new leader finds it and creates none.
+func TestScheduleCreatesEachSlotOnce(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	f := newFixture(t, kvs)
+	res, err := f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	slot := testNow // 12:00, created 11:30
+	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, slot))
+	assert.Equal(t, "s-202611301200", scheduledBackupName(kvs, slot))
+	assert.Equal(t, time.Hour+time.Second, res.requeueAfter, "woken for the next slot, not polled")
+	next := f.stored(kvs).Status.NextBackupTime
+	require.NotNil(t, next)
+	assert.True(t, next.Time.Equal(testNow.Add(time.Hour)))
+
+	// A restarted controller over the same state: no second backup for the slot.
+	f.refreshCache("ns")
+	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.recorder)
+	require.NoError(t, err)
+	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own = f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "create keyvaluestorebackups")
+	}
+	// Even a leader whose cache missed it: the create is refused as a duplicate.
+	require.NoError(t, f.c.createScheduledBackup(t.Context(), kvs, slot))
+}
+
+func TestSchedulePausedOrDeleting(t *testing.T) {
+	for name, opt := range map[string]func(*v1alpha1.KeyValueStore){
+		"paused": func(k *v1alpha1.KeyValueStore) { k.Spec.Paused = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withSchedule("* * * * *", 7), opt)
+			f := newFixture(t, kvs)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			_, own := f.writes()
+			for _, w := range own {
+				assert.NotContains(t, w, "create keyvaluestorebackups")
+			}
+			assert.Nil(t, f.stored(kvs).Status.NextBackupTime)
+		})
+	}
+}
+
+// Retention: only Completed scheduled backups beyond keep go (and failed
+// ones beyond three); Manual and Final backups are never pruned.
+func TestSchedulePrunesBeyondKeep(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 2))
+	var objs []runtime.Object
+	for h := 1; h <= 4; h++ {
+		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
+	}
+	manual := newBackup("manual", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) { b.Status.Phase = v1alpha1.BackupPhaseCompleted })
+	final := newBackup("final", v1alpha1.BackupReasonFinal, func(b *v1alpha1.KeyValueStoreBackup) { b.Status.Phase = v1alpha1.BackupPhaseCompleted })
+	f := newFixture(t, kvs, append(objs, manual, final)...)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Contains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-3*time.Hour)))
+	assert.Contains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-4*time.Hour)))
+	assert.NotContains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-2*time.Hour)))
+	assert.NotContains(t, own, "delete keyvaluestorebackups manual")
+	assert.NotContains(t, own, "delete keyvaluestorebackups final")
+	// The 12:00 slot (newest 11:00 backup, now 12:00) is due.
+	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, testNow))
+	cond := findCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status)
+}
+
+// The last scheduled backup's failure shows on the store, with one Warning.
+func TestScheduledBackupFailureIsReported(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	failed := scheduledBackup(kvs, testNow, v1alpha1.BackupPhaseFailed)
+	failed.Status.Message = "attempt 3 of 3 failed"
+	f := newFixture(t, kvs, failed)
+	for range 2 {
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	cond := findCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Contains(t, cond.Message, "attempt 3 of 3 failed")
+	n := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, "Warning ScheduledBackupFailed") {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n)
+}
+

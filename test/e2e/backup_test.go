@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
+)
+
+// The local stack's kwok stages complete Job Pods, except those of this
+// image, which fail.
+const (
+	backupImageOK   = "kvstore.io/e2e-backup:ok"
+	backupImageFail = "kvstore.io/e2e-backup:fail"
+)
+
+func manualBackup(name, store string) *v1alpha1.KeyValueStoreBackup {
+	return &v1alpha1.KeyValueStoreBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.KeyValueStoreBackupSpec{StoreName: store, Reason: v1alpha1.BackupReasonManual},
+	}
+}
+
+// waitBackup waits until the backup reaches phase and returns it.
+func waitBackup(t *testing.T, kvs versioned.Interface, ns, name string, phase v1alpha1.KeyValueStoreBackupPhase) *v1alpha1.KeyValueStoreBackup {
+	t.Helper()
+	var got *v1alpha1.KeyValueStoreBackup
+	require.NoError(t, framework.WaitFor(context.Background(), readyTimeout, func(ctx context.Context) error {
+		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if b.Status.Phase != phase {
+			return fmt.Errorf("backup %s is %q (%s), want %s", name, b.Status.Phase, b.Status.Message, phase)
+		}
+		got = b
+		return nil
+	}))
+	return got
+}
+
+func TestBackupOnDemand(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("src", 2)
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK, Command: []string{"/backup"}}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "src", "Ready", isReady)
+
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "src"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	b := waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
+	assert.Equal(t, int32(1), b.Status.Attempts)
+	assert.NotNil(t, b.Status.StartTime)
+	assert.NotNil(t, b.Status.CompletionTime)
+	assert.True(t, meta.IsStatusConditionTrue(b.Status.Conditions, "Completed"))
+
+	job, err := kube.BatchV1().Jobs(ns).Get(ctx, b.Status.JobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "now", env["KVSTORE_BACKUP_NAME"])
+	assert.Equal(t, "Manual", env["KVSTORE_BACKUP_REASON"])
+	assert.Equal(t, "src-0.src-headless."+ns+".svc,src-1.src-headless."+ns+".svc", env["KVSTORE_ENDPOINTS"])
+	waitStore(t, kvs, ns, "src", "lastBackupTime", func(k *v1alpha1.KeyValueStore) bool {
+		return k.Status.LastBackupTime != nil && k.Status.LastBackupTime.Equal(b.Status.CompletionTime)
+	})
+
+	// kubectl lists it with its columns; the field selector finds it by store.
+	out := mustKubectl(t, "get", "kvsbackup", "-n", ns, "--field-selector", "spec.storeName=src")
+	header, rows := table(t, out)
+	assert.Equal(t, []string{"NAME", "STORE", "PHASE", "STARTED", "COMPLETED", "AGE"}, header)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "Completed", rows[0]["PHASE"])
+
+	// Backups outlive their store: the store's deletion leaves "now" and
+	// adds its Final backup, Completed.
+	require.NoError(t, kvs.KvstoreV1alpha1().KeyValueStores(ns).Delete(ctx, "src", metav1.DeleteOptions{}))
+	waitGone(t, kvs, ns, "src")
+	list, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	reasons := map[v1alpha1.KeyValueStoreBackupReason]v1alpha1.KeyValueStoreBackupPhase{}
+	for _, b := range list.Items {
+		reasons[b.Spec.Reason] = b.Status.Phase
+	}
+	assert.Equal(t, map[v1alpha1.KeyValueStoreBackupReason]v1alpha1.KeyValueStoreBackupPhase{
+		v1alpha1.BackupReasonManual: v1alpha1.BackupPhaseCompleted,
+		v1alpha1.BackupReasonFinal:  v1alpha1.BackupPhaseCompleted,
+	}, reasons)
+}
+
+func TestBackupThatCannotRunFails(t *testing.T) {
+	ctx := context.Background()
+	_, kvs := clients(t)
+	ns := namespace(t)
+	_, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("orphan", "nosuchstore"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	b := waitBackup(t, kvs, ns, "orphan", v1alpha1.BackupPhaseFailed)
+	c := meta.FindStatusCondition(b.Status.Conditions, "Failed")
+	require.NotNil(t, c)
+	assert.Equal(t, "StoreNotFound", c.Reason)
+
+	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, store("plain", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("unconfigured", "plain"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	b = waitBackup(t, kvs, ns, "unconfigured", v1alpha1.BackupPhaseFailed)
+	assert.Equal(t, "BackupNotConfigured", meta.FindStatusCondition(b.Status.Conditions, "Failed").Reason)
+}
+
+// A schedule of every minute takes a backup per slot, keeps only `keep`
+// of them, and a leader change in the middle creates no slot twice.
+func TestScheduledBackupsSurviveFailover(t *testing.T) {
+	ctx := context.Background()
+	_, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("cron", 1)
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK, Schedule: "* * * * *", Keep: ptr.To[int32](2)}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Record every scheduled backup ever seen, by slot. Polled rather than
+	// watched: the watch goes through the replica the failover restarts.
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	var mu sync.Mutex
+	seen := map[string]map[string]bool{} // slot → names of its backups
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for pollCtx.Err() == nil {
+			if list, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(pollCtx, metav1.ListOptions{}); err == nil {
+				mu.Lock()
+				for _, b := range list.Items {
+					if b.Spec.Reason != v1alpha1.BackupReasonScheduled {
+						continue
+					}
+					slot := b.Annotations["kvstore.io/scheduled-at"]
+					if seen[slot] == nil {
+						seen[slot] = map[string]bool{}
+					}
+					seen[slot][b.Name] = true
+				}
+				mu.Unlock()
+			}
+			time.Sleep(framework.PollInterval)
+		}
+	}()
+	slots := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+
+	waitStore(t, kvs, ns, "cron", "Ready with a next backup time", func(k *v1alpha1.KeyValueStore) bool {
+		return isReady(k) && k.Status.NextBackupTime != nil
+	})
+	require.NoError(t, framework.WaitFor(ctx, 2*time.Minute, func(context.Context) error {
+		if n := slots(); n < 1 {
+			return fmt.Errorf("%d slots", n)
+		}
+		return nil
+	}))
+
+	// Hand the controller to another replica (graceful: the Lease is released).
+	extra := replica{"kvstore-apiserver-e2e-cron", 8446}
+	localUp(t, "start-kvstore", extra.name, "8446")
+	t.Cleanup(func() {
+		localUp(t, "stop-kvstore", extra.name)
+		localUp(t, "restart-kvstore")
+	})
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: adminTLS(t)}}
+	leader := waitLeader(t, httpClient, []replica{mainReplica, extra}, time.Minute)
+	require.NoError(t, syscall.Kill(leader.pid(t), syscall.SIGTERM))
+	waitLeader(t, httpClient, without([]replica{mainReplica, extra}, leader), time.Minute)
+	if leader == mainReplica {
+		// The aggregator reaches the stack's own replica: bring it back
+		// (as a follower now).
+		localUp(t, "restart-kvstore")
+	}
+
+	require.NoError(t, framework.WaitFor(ctx, 4*time.Minute, func(context.Context) error {
+		if n := slots(); n < 3 {
+			return fmt.Errorf("%d slots so far", n)
+		}
+		return nil
+	}))
+	require.NoError(t, framework.WaitFor(ctx, time.Minute, func(ctx context.Context) error {
+		list, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		completed := 0
+		for _, b := range list.Items {
+			if b.Status.Phase == v1alpha1.BackupPhaseCompleted {
+				completed++
+			}
+		}
+		if completed > 2 {
+			return fmt.Errorf("%d Completed scheduled backups kept, keep is 2", completed)
+		}
+		return nil
+	}))
+	stopPolling()
+	wg.Wait()
+	for slot, names := range seen {
+		assert.Len(t, names, 1, "slot %s has backups %v", slot, names)
+	}
+	k, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Get(ctx, "cron", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, meta.IsStatusConditionTrue(k.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
+	assert.NotNil(t, k.Status.LastBackupTime)
+}
+
+// Restore: data tier ready → bootstrap Job → proxy tier → Ready.
+func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	src := store("origin", 1)
+	src.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, src, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "origin", "Ready", isReady)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("snap", "origin"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitBackup(t, kvs, ns, "snap", v1alpha1.BackupPhaseCompleted)
+
+	// Record the order: bootstrap Job succeeded, then proxy Deployment created.
+	jobs, err := kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=bootstrap"})
+	require.NoError(t, err)
+	deploys, err := kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var jobDone, proxyCreated time.Time
+	var phases []v1alpha1.KeyValueStorePhase
+	var mu sync.Mutex
+	go func() {
+		for e := range jobs.ResultChan() {
+			if j, ok := e.Object.(*batchv1.Job); ok && jobComplete(j) {
+				mu.Lock()
+				if jobDone.IsZero() {
+					jobDone = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		for e := range deploys.ResultChan() {
+			if e.Type == watch.Added {
+				mu.Lock()
+				if proxyCreated.IsZero() {
+					proxyCreated = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	defer jobs.Stop()
+	defer deploys.Stop()
+
+	restored := store("restored", 1)
+	restored.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoyproxy/envoy:v1.31.0"}
+	restored.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK, Command: []string{"/restore"}, FromBackup: "snap"}
+	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, restored, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "restored", "Ready", func(k *v1alpha1.KeyValueStore) bool {
+		if !slices.Contains(phases, k.Status.Phase) {
+			phases = append(phases, k.Status.Phase)
+		}
+		return isReady(k) && k.Status.ProxyReadyReplicas == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, jobDone.IsZero(), "the bootstrap Job never completed")
+	require.False(t, proxyCreated.IsZero(), "the proxy was never created")
+	assert.True(t, jobDone.Before(proxyCreated), "the proxy comes only after the bootstrap succeeded")
+	k, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Get(ctx, "restored", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, meta.IsStatusConditionTrue(k.Status.Conditions, v1alpha1.ConditionBootstrapped))
+	t.Logf("phases seen: %v", phases)
+}
+
+func jobComplete(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFailingBootstrapEndsFailed(t *testing.T) {
+	ctx := context.Background()
+	_, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("badboot", 1)
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageFail}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// Three attempts, 10 s and 20 s apart.
+	k := waitStore(t, kvs, ns, "badboot", "Failed", func(k *v1alpha1.KeyValueStore) bool {
+		return k.Status.Phase == v1alpha1.PhaseFailed
+	})
+	c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	require.NotNil(t, c)
+	assert.Equal(t, "BootstrapFailed", c.Reason)
+	assert.Contains(t, c.Message, "attempt 3 of 3 failed")
+
+	// A restore from a backup that does not exist fails with its reason.
+	obj = store("nosnap", 1)
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK, FromBackup: "missing"}
+	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	k = waitStore(t, kvs, ns, "nosnap", "Failed", func(k *v1alpha1.KeyValueStore) bool {
+		return k.Status.Phase == v1alpha1.PhaseFailed
+	})
+	assert.Equal(t, "BackupNotFound", meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
