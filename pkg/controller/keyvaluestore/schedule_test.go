@@ -144,4 +144,3 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 	}
 	assert.Equal(t, 1, n)
 }
-
