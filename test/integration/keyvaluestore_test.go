@@ -179,6 +179,15 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 		{"backup command too many entries", func(k *v1alpha1.KeyValueStore) {
 			k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: make([]string, 65)}
 		}, []string{"spec.backup.command"}},
+		{"backup schedule", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Schedule: "every night"}
+		}, []string{"spec.backup.schedule"}},
+		{"backup keep and time zone", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Schedule: "0 3 * * *", Keep: ptr.To[int32](0), TimeZone: ptr.To("Mars/Base")}
+		}, []string{"spec.backup.keep", "spec.backup.timeZone"}},
+		{"bootstrap", func(k *v1alpha1.KeyValueStore) {
+			k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: "Not_A_Name"}
+		}, []string{"spec.bootstrap.image", "spec.bootstrap.fromBackup"}},
 		{"name too long", func(k *v1alpha1.KeyValueStore) { k.Name = strings.Repeat("a", 53) }, []string{"metadata.name"}},
 		{"several at once", func(k *v1alpha1.KeyValueStore) { k.Spec.Image = ""; k.Spec.Port = -1 }, []string{"spec.image", "spec.port"}},
 	}
@@ -204,6 +213,23 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1Gi", stored.Spec.Storage.VolumeSize.String())
 	assert.Equal(t, created.ResourceVersion, stored.ResourceVersion)
+
+	// spec.bootstrap is given at create only.
+	stored.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1"}
+	_, err = kvsClient.Update(ctx, stored, metav1.UpdateOptions{})
+	requireInvalid(t, err, "spec.bootstrap")
+}
+
+func TestScheduleAndBootstrapDefaults(t *testing.T) {
+	ctx := context.Background()
+	obj := newKVS("scheduled")
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Schedule: "@daily", TimeZone: ptr.To("Europe/Berlin")}
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1", FromBackup: "nightly"}
+	created, err := client.KvstoreV1alpha1().KeyValueStores(ns(t)).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(7), *created.Spec.Backup.Keep)
+	assert.Equal(t, int64(600), *created.Spec.Bootstrap.ActiveDeadlineSeconds)
+	assert.Equal(t, "Europe/Berlin", *created.Spec.Backup.TimeZone)
 }
 
 func TestStaleUpdateConflicts(t *testing.T) {
