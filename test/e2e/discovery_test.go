@@ -45,3 +45,15 @@ func TestExplainReplicas(t *testing.T) {
 	assert.Contains(t, out, "FIELD: replicas <integer>")
 	assert.Contains(t, out, "number of data replicas")
 }
+
+func TestExplainBackupsAndSchedule(t *testing.T) {
+	namespace(t)
+	out := strings.Join(strings.Fields(mustKubectl(t, "explain", "keyvaluestorebackup.spec")), " ")
+	assert.Contains(t, out, "KIND: KeyValueStoreBackup")
+	assert.Contains(t, out, "storeName")
+	assert.Contains(t, out, "reason")
+	out = strings.Join(strings.Fields(mustKubectl(t, "explain", "keyvaluestore.spec.backup.schedule")), " ")
+	assert.Contains(t, out, "5-field cron expression")
+	out = strings.Join(strings.Fields(mustKubectl(t, "explain", "keyvaluestore.spec.bootstrap")), " ")
+	assert.Contains(t, out, "fromBackup")
+}
