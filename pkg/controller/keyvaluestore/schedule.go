@@ -76,7 +76,9 @@ type scheduling struct {
 	due time.Time
 	// prune are scheduled backups beyond what is kept.
 	prune []*v1alpha1.KeyValueStoreBackup
-	err   error
+	// scheduled are this store's scheduled backups, newest slot first.
+	scheduled []*v1alpha1.KeyValueStoreBackup
+	err       error
 }
 
 // planSchedule works out, from the store and its backups only (nothing in
@@ -90,16 +92,21 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 	if err != nil {
 		return scheduling{err: err}
 	}
-	scheduled := scheduledOf(backups)
+	// Only this store's own: scheduled backups of an earlier store of the
+	// same name are neither its position nor its to prune.
+	scheduled := slices.DeleteFunc(scheduledOf(backups), func(b *v1alpha1.KeyValueStoreBackup) bool {
+		return b.Annotations[storeUIDAnnotation] != string(kvs.UID)
+	})
 	after := kvs.CreationTimestamp.Time
 	if len(scheduled) > 0 {
 		newest, _ := slotOf(scheduled[0])
 		after = later(after, newest)
 	}
 	return scheduling{
-		next:  sched.Next(now),
-		due:   dueSlot(sched, after, now),
-		prune: toPrune(scheduled, int(ptr.Deref(b.Keep, 7))),
+		next:      sched.Next(now),
+		due:       dueSlot(sched, after, now),
+		prune:     toPrune(scheduled, int(ptr.Deref(b.Keep, 7))),
+		scheduled: scheduled,
 	}
 }
 
@@ -203,11 +210,11 @@ func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStor
 		set(metav1.ConditionFalse, ReasonInvalidSchedule, "spec.backup.schedule cannot be run: "+plan.err.Error())
 		return
 	}
-	i := slices.IndexFunc(scheduledOf(backups), backupFinished)
+	i := slices.IndexFunc(plan.scheduled, backupFinished)
 	if i < 0 {
 		return
 	}
-	last := scheduledOf(backups)[i]
+	last := plan.scheduled[i]
 	if last.Status.Phase == v1alpha1.BackupPhaseCompleted {
 		set(metav1.ConditionTrue, ReasonScheduledBackupCompleted, fmt.Sprintf("scheduled backup %s completed", last.Name))
 	} else {

@@ -26,7 +26,7 @@ func withSchedule(schedule string, keep int32) func(*v1alpha1.KeyValueStore) {
 
 func scheduledBackup(kvs *v1alpha1.KeyValueStore, slot time.Time, phase v1alpha1.KeyValueStoreBackupPhase) *v1alpha1.KeyValueStoreBackup {
 	return newBackup(scheduledBackupName(kvs, slot), v1alpha1.BackupReasonScheduled, func(b *v1alpha1.KeyValueStoreBackup) {
-		b.Annotations = map[string]string{slotAnnotation: slot.UTC().Format(time.RFC3339)}
+		b.Annotations = map[string]string{slotAnnotation: slot.UTC().Format(time.RFC3339), storeUIDAnnotation: string(kvs.UID)}
 		b.Status.Phase = phase
 		if phase == v1alpha1.BackupPhaseCompleted {
 			b.Status.CompletionTime = ptr.To(metav1.NewTime(slot.Add(time.Minute)))
@@ -143,4 +143,23 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n)
+}
+
+// Scheduled backups of an earlier store of the same name are not pruned by
+// the new one (they may be what the user restores from).
+func TestScheduleLeavesAnEarlierStoresBackups(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 1))
+	var objs []runtime.Object
+	for h := 2; h <= 4; h++ {
+		old := scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted)
+		old.Annotations[storeUIDAnnotation] = "uid-of-an-earlier-store"
+		objs = append(objs, old)
+	}
+	f := newFixture(t, kvs, objs...)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "delete")
+	}
 }
