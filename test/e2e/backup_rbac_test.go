@@ -31,7 +31,9 @@ func TestRolesGrantKeyValueStoreBackups(t *testing.T) {
 		{editor, "delete", "", "yes"}, {editor, "deletecollection", "", "yes"},
 		{editor, "update", "status", "no"}, {editor, "patch", "status", "no"},
 		{controller, "get", "", "yes"}, {controller, "list", "", "yes"}, {controller, "watch", "", "yes"},
-		{controller, "create", "", "yes"}, {controller, "delete", "", "no"},
+		// Delete: the retention of Scheduled backups; never deletecollection or update.
+		{controller, "create", "", "yes"}, {controller, "delete", "", "yes"},
+		{controller, "deletecollection", "", "no"}, {controller, "update", "", "no"},
 		{controller, "update", "status", "yes"}, {controller, "patch", "status", "yes"},
 	}
 	err := framework.WaitFor(context.Background(), eventually, func(context.Context) error {
