@@ -299,7 +299,12 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	k, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Get(ctx, "restored", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, meta.IsStatusConditionTrue(k.Status.Conditions, v1alpha1.ConditionBootstrapped))
-	t.Logf("phases seen: %v", phases)
+	t.Logf("phases seen by polling: %v", phases)
+	// Every phase transition is an event: the store went through Bootstrapping.
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=restored,reason=Bootstrapping"})
+	require.NoError(t, err)
+	require.NotEmpty(t, events.Items, "no phase change to Bootstrapping")
+	assert.Contains(t, events.Items[0].Message, "-> Bootstrapping")
 }
 
 func jobComplete(j *batchv1.Job) bool {
