@@ -101,7 +101,9 @@ func fullKVS(name string) *v1alpha1.KeyValueStore {
 			Proxy:    &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"},
 			Backup: &v1alpha1.BackupSpec{
 				Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](60),
+				Schedule: "0 3 * * *", TimeZone: ptr.To("Europe/Berlin"), Keep: ptr.To[int32](5),
 			},
+			Bootstrap: &v1alpha1.BootstrapSpec{Image: "restore:1", Command: []string{"/restore"}, FromBackup: "nightly", ActiveDeadlineSeconds: ptr.To[int64](60)},
 			PersistentVolumeClaimRetentionPolicy: &v1alpha1.PersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType,
 			},
