@@ -16,6 +16,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -101,6 +102,7 @@ func fullKVS(name string) *v1alpha1.KeyValueStore {
 			Proxy:    &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"},
 			Backup: &v1alpha1.BackupSpec{
 				Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](60),
+				Keep: ptr.To[int32](7), // the default, so the spec reads back as sent
 			},
 			PersistentVolumeClaimRetentionPolicy: &v1alpha1.PersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType,
@@ -179,6 +181,9 @@ func TestProtobufClient(t *testing.T) {
 	}
 	withStatus, err := kvsClient.UpdateStatus(ctx, got, metav1.UpdateOptions{})
 	require.NoError(t, err)
+	// The server adds the Ready condition, derived from the phase.
+	require.NotNil(t, meta.FindStatusCondition(withStatus.Status.Conditions, v1alpha1.ConditionReady), "no Ready condition")
+	got.Status.Conditions = append(got.Status.Conditions, *meta.FindStatusCondition(withStatus.Status.Conditions, v1alpha1.ConditionReady))
 	assert.True(t, apiequality.Semantic.DeepEqual(got.Status, withStatus.Status), "status changed on the way:\nsent: %#v\ngot:  %#v", got.Status, withStatus.Status)
 
 	withStatus.Spec.Image = "redis:7.4"

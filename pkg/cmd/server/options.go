@@ -25,11 +25,14 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/admission/quota"
-	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver/quantityguard"
 	kvsopenapi "github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
 )
+
+// kvstoreInternal is the version objects are decoded to from etcd.
+var kvstoreInternal = kvstore.SchemeGroupVersion
 
 // DefaultEtcdPathPrefix keeps our keys apart from kube-apiserver's if an etcd is shared.
 const DefaultEtcdPathPrefix = "/registry/kvstore.io"
@@ -80,7 +83,7 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(
 			DefaultEtcdPathPrefix,
-			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
+			apiserver.Codecs.LegacyCodec(apiserver.StorageVersion),
 		),
 		ServerRun:        genericoptions.NewServerRunOptions(),
 		Logs:             logsapi.NewLoggingConfiguration(),
@@ -91,7 +94,7 @@ func NewOptions() *Options {
 	// cheaper to decode than JSON. Objects written as JSON still read back.
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+		apiserver.StorageVersion, schema.GroupKind{Group: apiserver.StorageVersion.Group})
 	// Unprivileged port: the server runs as non-root.
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	// ResourceQuota object counts of our resources (count/keyvaluestores.kvstore.io)
@@ -178,10 +181,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
 	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(kvsopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIConfig.Info.Title = "kvstore-apiserver"
-	serverConfig.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIConfig.Info.Version = apiserver.ServedVersions[0].Version
 	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(kvsopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIV3Config.Info.Title = "kvstore-apiserver"
-	serverConfig.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIV3Config.Info.Version = apiserver.ServedVersions[0].Version
 	serverConfig.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	serverConfig.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
 
@@ -208,21 +211,27 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	return &apiserver.Config{GenericConfig: serverConfig, ExtraConfig: apiserver.ExtraConfig{PostStartHooks: hooks}}, nil
 }
 
-// storageFactory picks each resource's storage (encoding) version from the
-// scheme's version priority, so a later served version can be added while
-// objects stay stored as v1alpha1 until a deliberate migration.
+// storageFactory picks each resource's storage (encoding) version:
+// apiserver.StorageVersion. Objects stored in any other registered version
+// still decode.
 func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *serverstorage.DefaultStorageFactory {
 	storageConfig := o.RecommendedOptions.Etcd.StorageConfig
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = c.StorageObjectCountTracker
 	}
 	resourceConfig := serverstorage.NewResourceConfig()
-	resourceConfig.EnableVersions(v1alpha1.SchemeGroupVersion)
+	resourceConfig.EnableVersions(apiserver.ServedVersions...)
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion)
+	// Stated, not left to the scheme's priority and the emulation-version
+	// rules, so the storage version changes only by a change here.
+	for _, resource := range []string{"keyvaluestores", "keyvaluestorebackups"} {
+		encoding.SetResourceEncoding(apiserver.StorageVersion.WithResource(resource).GroupResource(), apiserver.StorageVersion, kvstoreInternal)
+	}
 	return serverstorage.NewDefaultStorageFactory(
 		storageConfig,
 		o.RecommendedOptions.Etcd.DefaultStorageMediaType,
 		apiserver.Codecs,
-		serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion),
+		encoding,
 		resourceConfig,
 		nil,
 	)

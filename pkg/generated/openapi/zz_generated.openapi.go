@@ -751,7 +751,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the store's state: Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
+							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
