@@ -97,7 +97,9 @@ func TestUpgradeFromV1alpha1Storage(t *testing.T) {
 	defer cancel()
 	prefix := fmt.Sprintf("/registry/kvstore.io-upgrade-%d", time.Now().UnixNano())
 	namespace := "upgrade"
-	key := func(resource, name string) string { return fmt.Sprintf("%s/%s/%s/%s", prefix, resource, namespace, name) }
+	key := func(resource, name string) string {
+		return fmt.Sprintf("%s/%s/%s/%s", prefix, resource, namespace, name)
+	}
 
 	ec, err := etcd.Client()
 	require.NoError(t, err)
@@ -289,4 +291,3 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 	}
 	return m, nil
 }
-
