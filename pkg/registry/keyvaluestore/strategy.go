@@ -103,8 +103,8 @@ func ensureTeardownFinalizer(kvs *kvstore.KeyValueStore) {
 }
 
 // Validate validates a new object.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStore(obj.(*kvstore.KeyValueStore))
+func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStore(obj.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnCreate returns advice that does not block the request.
@@ -122,8 +122,8 @@ func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // ValidateUpdate validates an update, including immutable fields.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStoreUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+func (Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStoreUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnUpdate repeats the create warnings, only when the spec changed.
@@ -203,8 +203,8 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 // ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStoreStatusUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+func (StatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStoreStatusUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnUpdate has nothing to say about status.

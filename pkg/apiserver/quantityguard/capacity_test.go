@@ -1,0 +1,43 @@
+package quantityguard
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// v1beta1 holds the same quantity at spec.storage.capacity; the guard
+// checks it in every body format, and names it in its refusal.
+func TestCheckV1beta1Capacity(t *testing.T) {
+	withCapacity := func(capacity string) string {
+		return `{"apiVersion":"kvstore.io/v1beta1","kind":"KeyValueStore","metadata":{"name":"a"},"spec":{"image":"redis:7.2","storage":{"capacity":` + capacity + `}}}`
+	}
+	for _, tc := range []struct {
+		name, contentType, body string
+		want                    field.ErrorType
+	}{
+		{"a real capacity", jsonType, withCapacity(`"1536Mi"`), ""},
+		{"a huge exponent", jsonType, withCapacity(`"` + hugeExponent + `"`), field.ErrorTypeInvalid},
+		{"too long", jsonType, withCapacity(`"1` + strings.Repeat("0", 70) + `"`), field.ErrorTypeTooLong},
+		{"merge patch", mergeType, `{"spec":{"storage":{"capacity":"` + hugeExponent + `"}}}`, field.ErrorTypeInvalid},
+		{"YAML apply", applyYAML, "apiVersion: kvstore.io/v1beta1\nspec:\n  storage:\n    capacity: !!str " + hugeExponent + "\n", field.ErrorTypeInvalid},
+		{"JSON patch, replace", jsonPatch, `[{"op":"replace","path":"/spec/storage/capacity","value":"` + hugeExponent + `"}]`, field.ErrorTypeInvalid},
+		{"JSON patch, add the storage", jsonPatch, `[{"op":"add","path":"/spec/storage","value":{"capacity":"` + hugeExponent + `"}}]`, field.ErrorTypeInvalid},
+		{"JSON patch, move to the capacity", jsonPatch, `[{"op":"move","from":"/metadata/annotations/a","path":"/spec/storage/capacity"}]`, field.ErrorTypeForbidden},
+		{"JSON patch, fine", jsonPatch, `[{"op":"replace","path":"/spec/storage/capacity","value":"5Gi"}]`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.contentType, []byte(tc.body))
+			if tc.want == "" {
+				assert.Nil(t, err)
+				return
+			}
+			require.NotNil(t, err)
+			assert.Equal(t, tc.want, err.Type)
+			assert.Equal(t, "spec.storage.capacity", err.Field)
+		})
+	}
+}
