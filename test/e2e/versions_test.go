@@ -30,11 +30,14 @@ func TestBothVersionsThroughKubectl(t *testing.T) {
 	}
 	assert.Equal(t, "20 15", mustKubectl(t, "get", "apiservice", "v1beta1.kvstore.io", "v1alpha1.kvstore.io", "-o", "jsonpath={.items[*].spec.versionPriority}"))
 
-	// Applied in v1alpha1 (testdata/keyvaluestore.yaml), read in both.
+	// Applied in v1alpha1 (testdata/keyvaluestore.yaml), read in both. The
+	// version is chosen with the resource's full name: kubectl's short-name
+	// expansion (client-go restmapper) drops the version, so
+	// kvs.v1alpha1.kvstore.io reads the preferred version.
 	ns := demo(t)
 	assert.Equal(t, "kvstore.io/v1beta1 1Gi", mustKubectl(t, "get", "kvs", "demo", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.storage.capacity}"), "kubectl prefers v1beta1")
-	assert.Equal(t, "kvstore.io/v1beta1 1Gi", mustKubectl(t, "get", "kvs.v1beta1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.storage.capacity}"))
-	assert.Equal(t, "kvstore.io/v1alpha1 1Gi", mustKubectl(t, "get", "kvs.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.storage.size}"))
+	assert.Equal(t, "kvstore.io/v1beta1 1Gi", mustKubectl(t, "get", "keyvaluestores.v1beta1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.storage.capacity}"))
+	assert.Equal(t, "kvstore.io/v1alpha1 1Gi", mustKubectl(t, "get", "keyvaluestores.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.storage.size}"))
 
 	// Applied in v1beta1, read in v1alpha1; then applied again in v1alpha1
 	// by the same manager (kubectl), which owns the same fields.
@@ -51,7 +54,7 @@ spec:
 `), 0o644))
 	out := mustKubectl(t, "apply", "--server-side", "-n", ns, "-f", manifest)
 	assert.Contains(t, out, "keyvaluestore.kvstore.io/beta serverside-applied")
-	assert.Equal(t, "2Gi 1", mustKubectl(t, "get", "kvs.v1alpha1.kvstore.io", "beta", "-n", ns, "-o", "jsonpath={.spec.storage.size} {.spec.replicas}"))
+	assert.Equal(t, "2Gi 1", mustKubectl(t, "get", "keyvaluestores.v1alpha1.kvstore.io", "beta", "-n", ns, "-o", "jsonpath={.spec.storage.size} {.spec.replicas}"))
 	alphaManifest := filepath.Join(t.TempDir(), "alpha.yaml")
 	require.NoError(t, os.WriteFile(alphaManifest, []byte(`apiVersion: kvstore.io/v1alpha1
 kind: KeyValueStore
@@ -71,8 +74,8 @@ spec:
 	requireFails(t, kubectl(t, "apply", "--server-side", "--field-manager=other", "-n", ns, "-f", manifest), "conflict", ".spec.replicas")
 
 	// The table is the same in both versions.
-	headerA, rowsA := table(t, mustKubectl(t, "get", "kvs.v1alpha1.kvstore.io", "-n", ns))
-	headerB, rowsB := table(t, mustKubectl(t, "get", "kvs.v1beta1.kvstore.io", "-n", ns))
+	headerA, rowsA := table(t, mustKubectl(t, "get", "keyvaluestores.v1alpha1.kvstore.io", "-n", ns))
+	headerB, rowsB := table(t, mustKubectl(t, "get", "keyvaluestores.v1beta1.kvstore.io", "-n", ns))
 	assert.Equal(t, headerA, headerB)
 	assert.Len(t, rowsB, 2)
 	for i := range rowsA {
@@ -89,17 +92,17 @@ spec:
 	assert.Contains(t, explainA, "size")
 
 	// kubectl scale in each version.
-	out = mustKubectl(t, "scale", "kvs.v1beta1.kvstore.io", "demo", "--replicas=3", "-n", ns)
+	out = mustKubectl(t, "scale", "keyvaluestores.v1beta1.kvstore.io", "demo", "--replicas=3", "-n", ns)
 	assert.Contains(t, out, "scaled")
-	assert.Equal(t, "3", mustKubectl(t, "get", "kvs.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
-	out = mustKubectl(t, "scale", "kvs.v1alpha1.kvstore.io", "demo", "--replicas=1", "-n", ns)
+	assert.Equal(t, "3", mustKubectl(t, "get", "keyvaluestores.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
+	out = mustKubectl(t, "scale", "keyvaluestores.v1alpha1.kvstore.io", "demo", "--replicas=1", "-n", ns)
 	assert.Contains(t, out, "scaled")
-	requireFails(t, kubectl(t, "scale", "kvs.v1beta1.kvstore.io", "demo", "--replicas=10", "-n", ns), "is invalid", "spec.replicas")
+	requireFails(t, kubectl(t, "scale", "keyvaluestores.v1beta1.kvstore.io", "demo", "--replicas=10", "-n", ns), "is invalid", "spec.replicas")
 
 	// The Ready condition, derived from the phase the controller reports.
 	out = mustKubectl(t, "wait", "--for=condition=Ready", "kvs/demo", "-n", ns, fmt.Sprintf("--timeout=%s", readyTimeout))
 	assert.Contains(t, out, "condition met")
 	assert.Equal(t, "Ready", mustKubectl(t, "get", "kvs", "demo", "-n", ns, "-o", "jsonpath={.status.phase}"))
-	assert.NotEmpty(t, strings.TrimSpace(mustKubectl(t, "get", "kvs.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.status.currentImage}")))
-	assert.Equal(t, "redis:7.2", mustKubectl(t, "get", "kvs.v1beta1.kvstore.io", "demo", "-n", ns, "-o", `jsonpath={.metadata.annotations.kvstore\.io/v1alpha1-status-current-image}`))
+	assert.NotEmpty(t, strings.TrimSpace(mustKubectl(t, "get", "keyvaluestores.v1alpha1.kvstore.io", "demo", "-n", ns, "-o", "jsonpath={.status.currentImage}")))
+	assert.Equal(t, "redis:7.2", mustKubectl(t, "get", "keyvaluestores.v1beta1.kvstore.io", "demo", "-n", ns, "-o", `jsonpath={.metadata.annotations.kvstore\.io/v1alpha1-status-current-image}`))
 }
