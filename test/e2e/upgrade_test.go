@@ -73,7 +73,13 @@ func TestV1alpha1StoredStoreThroughV1beta1(t *testing.T) {
 	out := mustKubectl(t, "delete", kvsB, name, "-n", ns, "--timeout="+readyTimeout.String())
 	assert.Contains(t, out, "deleted")
 	requireNotFound(t, ns, name)
-	assert.Empty(t, mustKubectl(t, "get", "statefulsets", "-n", ns, "-o", "name"), "the teardown removed the data replicas")
+	// The StatefulSet, scaled to zero by the teardown, goes with its owner.
+	require.NoError(t, framework.WaitFor(context.Background(), readyTimeout, func(context.Context) error {
+		if left := mustKubectl(t, "get", "statefulsets", "-n", ns, "-o", "name"); left != "" {
+			return fmt.Errorf("still there: %s", left)
+		}
+		return nil
+	}))
 }
 
 // storedVersion is the version the object at key is encoded in.
