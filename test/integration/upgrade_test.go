@@ -291,3 +291,35 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 	}
 	return m, nil
 }
+
+// TestStorageVersionFlag: during a rolling upgrade a new server can keep
+// writing v1alpha1, which the replicas of the old one can read, while it
+// serves both versions; an unserved version is refused.
+func TestStorageVersionFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+
+	_, err := framework.StartAPIServer(ctx, etcd.URL, "/registry/kvstore.io-unused", "--storage-version=v2")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--storage-version "v2" is not a served version of kvstore.io: v1beta1, v1alpha1`)
+
+	prefix := fmt.Sprintf("/registry/kvstore.io-storage-version-%d", time.Now().UnixNano())
+	srv, err := framework.StartAPIServer(ctx, etcd.URL, prefix, "--storage-version=v1alpha1")
+	require.NoError(t, err)
+	defer srv.Stop()
+	c := versioned.NewForConfigOrDie(srv.Config)
+	_, err = c.KvstoreV1beta1().KeyValueStores("default").Create(ctx, &v1beta1.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "rolling"},
+		Spec:       v1beta1.KeyValueStoreSpec{Image: "redis:7.2", Storage: v1beta1.StorageSpec{Capacity: resource.MustParse("2Gi")}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	ec, err := etcd.Client()
+	require.NoError(t, err)
+	defer ec.Close()
+	assert.Equal(t, "v1alpha1/protobuf", storedVersion(t, ec, prefix+"/keyvaluestores/default/rolling"))
+	a, err := c.KvstoreV1alpha1().KeyValueStores("default").Get(ctx, "rolling", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2Gi", a.Spec.Storage.VolumeSize.String())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,6 +76,12 @@ type Options struct {
 	// AlternateDNS are extra names for a self-signed serving certificate.
 	AlternateDNS []string
 
+	// StorageVersion is the kvstore.io version objects are written to etcd
+	// in: apiserver.StorageVersion unless a rolling upgrade from a server
+	// that cannot read it needs the old one for a while (docs/api.md,
+	// "Upgrading").
+	StorageVersion string
+
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
 }
 
@@ -88,6 +95,7 @@ func NewOptions() *Options {
 		ServerRun:        genericoptions.NewServerRunOptions(),
 		Logs:             logsapi.NewLoggingConfiguration(),
 		Controller:       NewControllerOptions(),
+		StorageVersion:   apiserver.StorageVersion.Version,
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
 	}
 	// Stored as protobuf, like kube-apiserver's built-in types: smaller and
@@ -124,6 +132,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs := fss.FlagSet("kvstore")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
 		"Serve without a kube-apiserver: no delegated authentication or authorization (every request is allowed), no webhooks, no priority and fairness, no controller. Requires a loopback --bind-address. For local development only.")
+	fs.StringVar(&o.StorageVersion, "storage-version", o.StorageVersion,
+		"The kvstore.io version objects are written to etcd in (v1beta1 or v1alpha1); objects stored in either are read. "+
+			"v1alpha1 only while replicas of a server that cannot read v1beta1 share the etcd, during a rolling upgrade.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate made when no --tls-cert-file is given.")
 	return fss
@@ -158,6 +169,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.componentGlobals.Validate()...)
 	errs = append(errs, o.Controller.Validate()...)
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.storageVersion(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.Standalone && !o.RecommendedOptions.SecureServing.BindAddress.IsLoopback() {
@@ -212,8 +226,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 }
 
 // storageFactory picks each resource's storage (encoding) version:
-// apiserver.StorageVersion. Objects stored in any other registered version
-// still decode.
+// --storage-version, apiserver.StorageVersion by default. Objects stored in
+// any other registered version still decode.
 func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *serverstorage.DefaultStorageFactory {
 	storageConfig := o.RecommendedOptions.Etcd.StorageConfig
 	if storageConfig.StorageObjectCountTracker == nil {
@@ -224,8 +238,9 @@ func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *servers
 	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion)
 	// Stated, not left to the scheme's priority and the emulation-version
 	// rules, so the storage version changes only by a change here.
+	storageVersion, _ := o.storageVersion() // checked by Validate
 	for _, resource := range []string{"keyvaluestores", "keyvaluestorebackups"} {
-		encoding.SetResourceEncoding(apiserver.StorageVersion.WithResource(resource).GroupResource(), apiserver.StorageVersion, kvstoreInternal)
+		encoding.SetResourceEncoding(storageVersion.WithResource(resource).GroupResource(), storageVersion, kvstoreInternal)
 	}
 	return serverstorage.NewDefaultStorageFactory(
 		storageConfig,
@@ -235,4 +250,16 @@ func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *servers
 		resourceConfig,
 		nil,
 	)
+}
+
+// storageVersion is --storage-version as a group version, if it is served.
+func (o *Options) storageVersion() (schema.GroupVersion, error) {
+	var versions []string
+	for _, gv := range apiserver.ServedVersions {
+		if gv.Version == o.StorageVersion {
+			return gv, nil
+		}
+		versions = append(versions, gv.Version)
+	}
+	return schema.GroupVersion{}, fmt.Errorf("--storage-version %q is not a served version of %s: %s", o.StorageVersion, apiserver.StorageVersion.Group, strings.Join(versions, ", "))
 }
