@@ -326,8 +326,8 @@ EOT
   log "registering kvstore.io (artifacts/local overlay)"
   apply_overlay
   ensure kvstore-apiserver start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
-  wait_for "APIService v1alpha1.kvstore.io Available" 90 \
-    kubectl wait --for=condition=Available --timeout=2s apiservice/v1alpha1.kvstore.io
+  wait_for "APIServices v1beta1 and v1alpha1.kvstore.io Available" 90 \
+    kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.kvstore.io apiservice/v1alpha1.kvstore.io
   wait_for "discovery of keyvaluestores" 30 bash -c "'${BIN}/kubectl' --kubeconfig '${KUBECONFIG_ADMIN}' api-resources --api-group=kvstore.io | grep -q keyvaluestores"
   wait_for "kwok Nodes Ready" 60 kubectl wait --for=condition=Ready --timeout=2s node --all
   wait_for "default ServiceAccount" 60 kubectl get serviceaccount default -n default
@@ -377,7 +377,6 @@ resources:
 patches:
 - target:
     kind: APIService
-    name: v1alpha1.kvstore.io
   patch: |-
     - op: add
       path: /spec/caBundle
@@ -452,7 +451,7 @@ case "${1:-}" in
   restart-kvstore)
     stop_one kvstore-apiserver
     start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
-    wait_for "APIService Available" 90 kubectl wait --for=condition=Available --timeout=2s apiservice/v1alpha1.kvstore.io
+    wait_for "APIService Available" 90 kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.kvstore.io apiservice/v1alpha1.kvstore.io
     check_started
     ;;
   *) echo "usage: $0 run|up|down|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;

@@ -13,9 +13,12 @@ import (
 	_ "time/tzdata"                                        // spec.backup.timeZone on images without a zoneinfo database
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/cmd/server"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/storagemigration"
 )
 
 func main() {
 	ctx := genericapiserver.SetupSignalContext()
-	os.Exit(cli.Run(server.NewCommand(ctx, server.NewOptions())))
+	cmd := server.NewCommand(ctx, server.NewOptions())
+	cmd.AddCommand(storagemigration.NewCommand())
+	os.Exit(cli.Run(cmd))
 }

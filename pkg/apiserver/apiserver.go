@@ -6,17 +6,32 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	kvsregistry "github.com/kvstore-io/kvstore-apiserver/pkg/registry/keyvaluestore"
 	backupregistry "github.com/kvstore-io/kvstore-apiserver/pkg/registry/keyvaluestorebackup"
 )
 
 // ComponentName names the server in logs, metrics and version reports.
 const ComponentName = "kvstore-apiserver"
+
+// ServedVersions are the kvstore.io versions the server serves, preferred
+// first (the scheme's version priority, which discovery reports).
+var ServedVersions = []schema.GroupVersion{v1beta1.SchemeGroupVersion, v1alpha1.SchemeGroupVersion}
+
+// StorageVersion is the version objects are written to etcd in. It is
+// v1beta1: the preferred version, so the common read and write needs the
+// least conversion, and the version that will outlive v1alpha1, so dropping
+// v1alpha1 later needs no data migration first. Objects stored as v1alpha1
+// by an older server still decode (the storage codec reads every
+// registered version) and are rewritten as v1beta1 on their next write or
+// by `kvstore-apiserver migrate-storage` (docs/api.md, "Upgrading").
+var StorageVersion = v1beta1.SchemeGroupVersion
 
 // ExtraConfig holds what the generic server config does not.
 type ExtraConfig struct {
@@ -70,13 +85,19 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, fmt.Errorf("keyvaluestorebackups storage: %w", err)
 	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(kvstore.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+	// Every served version shares one store per resource: they hold internal
+	// objects, so both versions see the same data, watch cache and strategy,
+	// and conversion happens only at the wire and at etcd.
+	resources := map[string]rest.Storage{
 		"keyvaluestores":        kvs.KeyValueStore,
 		"keyvaluestores/status": kvs.Status,
 		"keyvaluestores/scale":  kvs.Scale,
 
 		"keyvaluestorebackups":        backups.KeyValueStoreBackup,
 		"keyvaluestorebackups/status": backups.Status,
+	}
+	for _, gv := range ServedVersions {
+		apiGroupInfo.VersionedResourcesStorageMap[gv.Version] = resources
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, fmt.Errorf("install %s: %w", kvstore.GroupName, err)

@@ -16,8 +16,8 @@ func TestAPIResourcesListsKeyValueStores(t *testing.T) {
 	namespace(t)
 	_, rows := table(t, mustKubectl(t, "api-resources", "--api-group=kvstore.io"))
 	assert.ElementsMatch(t, []map[string]string{
-		{"NAME": "keyvaluestores", "SHORTNAMES": "kvs", "APIVERSION": "kvstore.io/v1alpha1", "NAMESPACED": "true", "KIND": "KeyValueStore"},
-		{"NAME": "keyvaluestorebackups", "SHORTNAMES": "kvsbackup", "APIVERSION": "kvstore.io/v1alpha1", "NAMESPACED": "true", "KIND": "KeyValueStoreBackup"},
+		{"NAME": "keyvaluestores", "SHORTNAMES": "kvs", "APIVERSION": "kvstore.io/v1beta1", "NAMESPACED": "true", "KIND": "KeyValueStore"},
+		{"NAME": "keyvaluestorebackups", "SHORTNAMES": "kvsbackup", "APIVERSION": "kvstore.io/v1beta1", "NAMESPACED": "true", "KIND": "KeyValueStoreBackup"},
 	}, rows)
 }
 

@@ -241,7 +241,10 @@ func addFinalizerInEtcd(t *testing.T, namespace, name, finalizer string) {
 	resp, err := ec.Get(ctx, key)
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1, "no object at %s", key)
-	obj, _, err := apiserver.Codecs.UniversalDeserializer().Decode(resp.Kvs[0].Value, nil, nil)
+	// Read in whatever version it is stored in, written back as v1alpha1.
+	internal, _, err := apiserver.Codecs.UniversalDecoder().Decode(resp.Kvs[0].Value, nil, nil)
+	require.NoError(t, err)
+	obj, err := apiserver.Scheme.ConvertToVersion(internal, v1alpha1.SchemeGroupVersion)
 	require.NoError(t, err)
 	kvs := obj.(*v1alpha1.KeyValueStore)
 	kvs.Finalizers = append(kvs.Finalizers, finalizer)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	kvsapply "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1alpha1"
 )
@@ -484,8 +485,8 @@ func TestStoredInEtcdUnderExpectedKey(t *testing.T) {
 	require.True(t, bytes.HasPrefix(raw, []byte("k8s\x00")), "not protobuf: %q", raw[:min(len(raw), 16)])
 	obj, gvk, err := apiserver.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"), *gvk, "stored as the storage version")
-	assert.Equal(t, "redis:7.2", obj.(*v1alpha1.KeyValueStore).Spec.Image)
+	assert.Equal(t, v1beta1.SchemeGroupVersion.WithKind("KeyValueStore"), *gvk, "stored as the storage version")
+	assert.Equal(t, "redis:7.2", obj.(*v1beta1.KeyValueStore).Spec.Image)
 }
 
 func restConfigFor() *rest.Config {

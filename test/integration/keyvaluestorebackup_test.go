@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	kvsapply "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1alpha1"
 )
@@ -272,8 +273,8 @@ func TestBackupProtobufRoundTrip(t *testing.T) {
 	require.True(t, bytes.HasPrefix(raw, []byte(protobufMagic)), "not protobuf: %q", raw[:min(len(raw), 16)])
 	obj, gvk, err := apiserver.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"), *gvk)
-	assert.Equal(t, "pb-backup", obj.(*v1alpha1.KeyValueStoreBackup).Status.JobName)
+	assert.Equal(t, v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"), *gvk, "stored as the storage version")
+	assert.Equal(t, "pb-backup", obj.(*v1beta1.KeyValueStoreBackup).Status.JobName)
 }
 
 func TestBackupTableAndOpenAPI(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -181,6 +182,9 @@ func TestProtobufClient(t *testing.T) {
 	}
 	withStatus, err := kvsClient.UpdateStatus(ctx, got, metav1.UpdateOptions{})
 	require.NoError(t, err)
+	// The server adds the Ready condition, derived from the phase.
+	require.NotNil(t, meta.FindStatusCondition(withStatus.Status.Conditions, v1alpha1.ConditionReady), "no Ready condition")
+	got.Status.Conditions = append(got.Status.Conditions, *meta.FindStatusCondition(withStatus.Status.Conditions, v1alpha1.ConditionReady))
 	assert.True(t, apiequality.Semantic.DeepEqual(got.Status, withStatus.Status), "status changed on the way:\nsent: %#v\ngot:  %#v", got.Status, withStatus.Status)
 
 	withStatus.Spec.Image = "redis:7.4"

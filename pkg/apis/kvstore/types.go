@@ -221,6 +221,10 @@ const (
 
 // Condition types reported in status.conditions.
 const (
+	// ConditionReady is True exactly while status.phase is Ready. The
+	// status strategy keeps it in step with the phase, so every version and
+	// every status writer gets it.
+	ConditionReady = "Ready"
 	// ConditionAvailable is True while every data replica is ready.
 	ConditionAvailable = "Available"
 	// ConditionProgressing is True while the workloads move toward the spec.
@@ -244,6 +248,12 @@ const (
 	// SkipFinalBackupAnnotation set to "true" lets teardown go on without the
 	// final backup, the documented way out of a backup that keeps failing.
 	SkipFinalBackupAnnotation = "kvstore.io/skip-final-backup"
+	// CurrentImageAnnotation carries status.currentImage through v1beta1,
+	// which has no such field, so that a v1alpha1 object read and written
+	// back as v1beta1 keeps it. It exists only on the wire: conversion to the
+	// internal type moves it back into the status, and validation refuses it
+	// in a stored object's annotations.
+	CurrentImageAnnotation = "kvstore.io/v1alpha1-status-current-image"
 )
 
 // KeyValueStoreStatus is the observed state of a KeyValueStore.
@@ -273,8 +283,10 @@ type KeyValueStoreStatus struct {
 	// +optional
 	ProxyReadyReplicas int32 `json:"proxyReadyReplicas,omitempty"`
 
-	// CurrentImage is the image every data replica runs once a rollout has
-	// finished.
+	// CurrentImage is v1alpha1's status.currentImage: the image every data
+	// replica ran when the store was last Ready, which the v1alpha1
+	// controller also reads as "was Ready once". v1beta1 has no such field
+	// and carries it in CurrentImageAnnotation.
 	// +optional
 	CurrentImage string `json:"currentImage,omitempty"`
 
@@ -293,7 +305,7 @@ type KeyValueStoreStatus struct {
 	Selector string `json:"selector,omitempty"`
 
 	// Conditions are the latest observations of the store's state:
-	// Available, Progressing, Degraded, Bootstrapped,
+	// Ready, Available, Progressing, Degraded, Bootstrapped,
 	// ScheduledBackupSucceeded and BackupSucceeded.
 	// +optional
 	// +listType=map

@@ -9,7 +9,8 @@ import (
 
 // protobufSizePath is sizePath in protobuf field numbers (generated.proto):
 // runtime.Unknown.raw, KeyValueStore.spec, KeyValueStoreSpec.storage,
-// StorageSpec.size, and resource.Quantity's one string field.
+// StorageSpec.size, and resource.Quantity's one string field. v1beta1's
+// StorageSpec.capacity has the same number, so one path serves both versions.
 var protobufSizePath = []uint64{2, 2, 4, 1, 1}
 
 // protobufMagic starts every Kubernetes protobuf body.
@@ -20,7 +21,7 @@ var protobufMagic = []byte("k8s\x00")
 func checkProtobuf(body []byte) *field.Error {
 	var err *field.Error
 	eachProtobufSize(body, func(size string) bool {
-		err = checkQuantity(size)
+		err = checkQuantity(size, sizePath)
 		return err == nil
 	})
 	return err

@@ -1,5 +1,6 @@
-// Package quantityguard refuses request bodies whose spec.storage.size the
-// server cannot afford to decode.
+// Package quantityguard refuses request bodies whose spec.storage.size
+// (v1alpha1) or spec.storage.capacity (v1beta1) the server cannot afford to
+// decode.
 //
 // k8s.io/apimachinery's resource.ParseQuantity, which every decoder of a
 // KeyValueStore calls on spec.storage.size (JSON, YAML, protobuf, CBOR, and
@@ -38,8 +39,18 @@ const (
 	MaxQuantityExponent = 1000
 )
 
-// sizePath is where a KeyValueStore holds its only quantity.
-var sizePath = []string{"spec", "storage", "size"}
+// quantityPaths are where a KeyValueStore holds its only quantity: v1alpha1's
+// spec.storage.size and v1beta1's spec.storage.capacity. Both are checked
+// whatever version a request names: the version's decoder ignores the other
+// key, so checking it too refuses nothing a client needs.
+var quantityPaths = [][]string{
+	{"spec", "storage", "size"},
+	{"spec", "storage", "capacity"},
+}
+
+// sizePath is the first of quantityPaths, named in errors about a body that
+// cannot be read at all.
+var sizePath = quantityPaths[0]
 
 // Check refuses a KeyValueStore request body (an object, or a patch of one)
 // of the given Content-Type whose spec.storage.size is too long or has too
@@ -58,7 +69,7 @@ func Check(contentType string, body []byte) *field.Error {
 	}
 	switch mediaType {
 	case runtime.ContentTypeJSON, string(types.MergePatchType), string(types.StrategicMergePatchType):
-		return checkJSON(body, sizePath)
+		return checkJSONPaths(body)
 	case string(types.JSONPatchType):
 		return checkJSONPatch(body)
 	case runtime.ContentTypeYAML, string(types.ApplyYAMLPatchType):
@@ -67,7 +78,7 @@ func Check(contentType string, body []byte) *field.Error {
 		if err != nil {
 			return nil
 		}
-		return checkJSON(data, sizePath)
+		return checkJSONPaths(data)
 	case runtime.ContentTypeCBOR, string(types.ApplyCBORPatchType):
 		// The CBOR decoder refuses a repeated key only once it has decoded
 		// the first, so a body the guard cannot read is refused here.
@@ -75,30 +86,46 @@ func Check(contentType string, body []byte) *field.Error {
 		if err := direct.Unmarshal(body, &doc); err != nil {
 			return field.Invalid(field.NewPath(sizePath[0], sizePath[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
 		}
-		return checkAt(doc, sizePath)
+		for _, path := range quantityPaths {
+			if err := checkAt(doc, path, path); err != nil {
+				return err
+			}
+		}
+		return nil
 	case runtime.ContentTypeProtobuf:
 		return checkProtobuf(body)
 	}
 	return nil
 }
 
+// checkJSONPaths checks every quantity path of a JSON document.
+func checkJSONPaths(data []byte) *field.Error {
+	for _, path := range quantityPaths {
+		if err := checkJSON(data, path, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkJSON checks every value reached by the keys of path in a JSON
-// document. Keys match case-insensitively, a superset of what any decoder
-// matches; numbers keep their text, which is what Quantity parses.
-func checkJSON(data []byte, path []string) *field.Error {
+// document, reporting errors at full (the path from the object's root). Keys
+// match case-insensitively, a superset of what any decoder matches; numbers
+// keep their text, which is what Quantity parses.
+func checkJSON(data []byte, path, full []string) *field.Error {
 	if !json.Valid(data) {
 		return nil // refused by the decoder, which validates before it decodes anything
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
-	err, _ := walkJSON(d, path, true)
+	err, _ := walkJSON(d, path, full, true)
 	return err
 }
 
 // walkJSON reads one value: one on the path (onPath) is followed by its
 // keys that match path, and checked where path ends; any other is skipped.
 // ok is false for broken JSON.
-func walkJSON(d *json.Decoder, path []string, onPath bool) (err *field.Error, ok bool) {
+func walkJSON(d *json.Decoder, path, full []string, onPath bool) (err *field.Error, ok bool) {
 	if !onPath {
 		// Decoding skips a value faster than reading its tokens.
 		var skipped json.RawMessage
@@ -111,7 +138,7 @@ func walkJSON(d *json.Decoder, path []string, onPath bool) (err *field.Error, ok
 	delim, isDelim := tok.(json.Delim)
 	if !isDelim {
 		if len(path) == 0 {
-			return checkQuantity(tok), true
+			return checkQuantity(tok, full), true
 		}
 		return nil, true
 	}
@@ -128,13 +155,13 @@ func walkJSON(d *json.Decoder, path []string, onPath bool) (err *field.Error, ok
 			if follow {
 				rest = path[1:]
 			}
-			if err, ok = walkJSON(d, rest, follow); err != nil || !ok {
+			if err, ok = walkJSON(d, rest, full, follow); err != nil || !ok {
 				return err, ok
 			}
 		}
 	case '[':
 		for d.More() {
-			if _, ok = walkJSON(d, nil, false); !ok {
+			if _, ok = walkJSON(d, nil, full, false); !ok {
 				return nil, false
 			}
 		}
@@ -147,9 +174,9 @@ func walkJSON(d *json.Decoder, path []string, onPath bool) (err *field.Error, ok
 
 // checkAt checks every value reached from v by the keys of path (a decoded
 // CBOR document, whose decoder refuses repeated keys).
-func checkAt(v any, path []string) *field.Error {
+func checkAt(v any, path, full []string) *field.Error {
 	if len(path) == 0 {
-		return checkQuantity(v)
+		return checkQuantity(v, full)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -157,7 +184,7 @@ func checkAt(v any, path []string) *field.Error {
 	}
 	for k, child := range m {
 		if strings.EqualFold(k, path[0]) {
-			if err := checkAt(child, path[1:]); err != nil {
+			if err := checkAt(child, path[1:], full); err != nil {
 				return err
 			}
 		}
@@ -179,18 +206,20 @@ func checkJSONPatch(body []byte) *field.Error {
 		if json.Unmarshal(op["op"], &name) != nil || json.Unmarshal(op["path"], &path) != nil {
 			continue
 		}
-		rest, above := below(pointerTokens(path), sizePath)
-		if !above {
-			continue
-		}
-		switch name {
-		case "add", "replace":
-			if err := checkJSON(op["value"], rest); err != nil {
-				return err
+		for _, quantityPath := range quantityPaths {
+			rest, above := below(pointerTokens(path), quantityPath)
+			if !above {
+				continue
 			}
-		case "copy", "move":
-			return field.Forbidden(field.NewPath(sizePath[0], sizePath[1:]...),
-				fmt.Sprintf("a JSON patch may not %s a value to %q, which holds spec.storage.size; set the size with add or replace", name, path))
+			switch name {
+			case "add", "replace":
+				if err := checkJSON(op["value"], rest, quantityPath); err != nil {
+					return err
+				}
+			case "copy", "move":
+				return field.Forbidden(field.NewPath(quantityPath[0], quantityPath[1:]...),
+					fmt.Sprintf("a JSON patch may not %s a value to %q, which holds %s; set it with add or replace", name, path, strings.Join(quantityPath, ".")))
+			}
 		}
 	}
 	return nil
@@ -222,7 +251,7 @@ func below(tokens, path []string) ([]string, bool) {
 
 // checkQuantity refuses a quantity, quoted or not, that is too long or has
 // too large an exponent. Values of other types are the decoder's to refuse.
-func checkQuantity(v any) *field.Error {
+func checkQuantity(v any, path []string) *field.Error {
 	var s string
 	switch q := v.(type) {
 	case string:
@@ -235,7 +264,7 @@ func checkQuantity(v any) *field.Error {
 		return nil
 	}
 	s = strings.TrimSpace(s)
-	fldPath := field.NewPath(sizePath[0], sizePath[1:]...)
+	fldPath := field.NewPath(path[0], path[1:]...)
 	if len(s) > MaxQuantityLength {
 		return field.TooLong(fldPath, s[:MaxQuantityLength]+"...", MaxQuantityLength)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,11 +26,14 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/admission/quota"
-	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apiserver/quantityguard"
 	kvsopenapi "github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
 )
+
+// kvstoreInternal is the version objects are decoded to from etcd.
+var kvstoreInternal = kvstore.SchemeGroupVersion
 
 // DefaultEtcdPathPrefix keeps our keys apart from kube-apiserver's if an etcd is shared.
 const DefaultEtcdPathPrefix = "/registry/kvstore.io"
@@ -72,6 +76,12 @@ type Options struct {
 	// AlternateDNS are extra names for a self-signed serving certificate.
 	AlternateDNS []string
 
+	// StorageVersion is the kvstore.io version objects are written to etcd
+	// in: apiserver.StorageVersion unless a rolling upgrade from a server
+	// that cannot read it needs the old one for a while (docs/api.md,
+	// "Upgrading").
+	StorageVersion string
+
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
 }
 
@@ -80,18 +90,19 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(
 			DefaultEtcdPathPrefix,
-			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion),
+			apiserver.Codecs.LegacyCodec(apiserver.StorageVersion),
 		),
 		ServerRun:        genericoptions.NewServerRunOptions(),
 		Logs:             logsapi.NewLoggingConfiguration(),
 		Controller:       NewControllerOptions(),
+		StorageVersion:   apiserver.StorageVersion.Version,
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
 	}
 	// Stored as protobuf, like kube-apiserver's built-in types: smaller and
 	// cheaper to decode than JSON. Objects written as JSON still read back.
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+		apiserver.StorageVersion, schema.GroupKind{Group: apiserver.StorageVersion.Group})
 	// Unprivileged port: the server runs as non-root.
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	// ResourceQuota object counts of our resources (count/keyvaluestores.kvstore.io)
@@ -121,6 +132,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs := fss.FlagSet("kvstore")
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
 		"Serve without a kube-apiserver: no delegated authentication or authorization (every request is allowed), no webhooks, no priority and fairness, no controller. Requires a loopback --bind-address. For local development only.")
+	fs.StringVar(&o.StorageVersion, "storage-version", o.StorageVersion,
+		"The kvstore.io version objects are written to etcd in (v1beta1 or v1alpha1); objects stored in either are read. "+
+			"v1alpha1 only while replicas of a server that cannot read v1beta1 share the etcd, during a rolling upgrade.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate made when no --tls-cert-file is given.")
 	return fss
@@ -157,6 +171,9 @@ func (o *Options) Validate() error {
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := o.storageVersion(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Standalone && !o.RecommendedOptions.SecureServing.BindAddress.IsLoopback() {
 		errs = append(errs, fmt.Errorf("--standalone allows every request, so --bind-address must be a loopback address, not %s", o.RecommendedOptions.SecureServing.BindAddress))
 	}
@@ -178,10 +195,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
 	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(kvsopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIConfig.Info.Title = "kvstore-apiserver"
-	serverConfig.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIConfig.Info.Version = apiserver.ServedVersions[0].Version
 	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(kvsopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIV3Config.Info.Title = "kvstore-apiserver"
-	serverConfig.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIV3Config.Info.Version = apiserver.ServedVersions[0].Version
 	serverConfig.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	serverConfig.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
 
@@ -208,22 +225,41 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	return &apiserver.Config{GenericConfig: serverConfig, ExtraConfig: apiserver.ExtraConfig{PostStartHooks: hooks}}, nil
 }
 
-// storageFactory picks each resource's storage (encoding) version from the
-// scheme's version priority, so a later served version can be added while
-// objects stay stored as v1alpha1 until a deliberate migration.
+// storageFactory picks each resource's storage (encoding) version:
+// --storage-version, apiserver.StorageVersion by default. Objects stored in
+// any other registered version still decode.
 func (o *Options) storageFactory(c *genericapiserver.RecommendedConfig) *serverstorage.DefaultStorageFactory {
 	storageConfig := o.RecommendedOptions.Etcd.StorageConfig
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = c.StorageObjectCountTracker
 	}
 	resourceConfig := serverstorage.NewResourceConfig()
-	resourceConfig.EnableVersions(v1alpha1.SchemeGroupVersion)
+	resourceConfig.EnableVersions(apiserver.ServedVersions...)
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion)
+	// Stated, not left to the scheme's priority and the emulation-version
+	// rules, so the storage version changes only by a change here.
+	storageVersion, _ := o.storageVersion() // checked by Validate
+	for _, resource := range []string{"keyvaluestores", "keyvaluestorebackups"} {
+		encoding.SetResourceEncoding(storageVersion.WithResource(resource).GroupResource(), storageVersion, kvstoreInternal)
+	}
 	return serverstorage.NewDefaultStorageFactory(
 		storageConfig,
 		o.RecommendedOptions.Etcd.DefaultStorageMediaType,
 		apiserver.Codecs,
-		serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(apiserver.Scheme, c.EffectiveVersion),
+		encoding,
 		resourceConfig,
 		nil,
 	)
+}
+
+// storageVersion is --storage-version as a group version, if it is served.
+func (o *Options) storageVersion() (schema.GroupVersion, error) {
+	var versions []string
+	for _, gv := range apiserver.ServedVersions {
+		if gv.Version == o.StorageVersion {
+			return gv, nil
+		}
+		versions = append(versions, gv.Version)
+	}
+	return schema.GroupVersion{}, fmt.Errorf("--storage-version %q is not a served version of %s: %s", o.StorageVersion, apiserver.StorageVersion.Group, strings.Join(versions, ", "))
 }

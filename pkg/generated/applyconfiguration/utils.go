@@ -20,8 +20,10 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	v1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	internal "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/internal"
 	kvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1alpha1"
+	kvstorev1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/applyconfiguration/kvstore/v1beta1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
@@ -54,6 +56,30 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.ProxySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &kvstorev1alpha1.StorageSpecApplyConfiguration{}
+
+		// Group=kvstore.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("BackupSpec"):
+		return &kvstorev1beta1.BackupSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BootstrapSpec"):
+		return &kvstorev1beta1.BootstrapSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStore"):
+		return &kvstorev1beta1.KeyValueStoreApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"):
+		return &kvstorev1beta1.KeyValueStoreBackupApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreBackupSpec"):
+		return &kvstorev1beta1.KeyValueStoreBackupSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreBackupStatus"):
+		return &kvstorev1beta1.KeyValueStoreBackupStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreSpec"):
+		return &kvstorev1beta1.KeyValueStoreSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreStatus"):
+		return &kvstorev1beta1.KeyValueStoreStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PersistentVolumeClaimRetentionPolicy"):
+		return &kvstorev1beta1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ProxySpec"):
+		return &kvstorev1beta1.ProxySpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StorageSpec"):
+		return &kvstorev1beta1.StorageSpecApplyConfiguration{}
 
 	}
 	return nil

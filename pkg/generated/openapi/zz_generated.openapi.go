@@ -23,6 +23,7 @@ package openapi
 
 import (
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	v1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	v1 "k8s.io/api/autoscaling/v1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,19 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(): schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1alpha1.ProxySpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref),
 		v1alpha1.StorageSpec{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref),
+		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
+		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
+		v1beta1.KeyValueStore{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_KeyValueStore(ref),
+		v1beta1.KeyValueStoreBackup{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackup(ref),
+		v1beta1.KeyValueStoreBackupList{}.OpenAPIModelName():               schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupList(ref),
+		v1beta1.KeyValueStoreBackupSpec{}.OpenAPIModelName():               schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupSpec(ref),
+		v1beta1.KeyValueStoreBackupStatus{}.OpenAPIModelName():             schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupStatus(ref),
+		v1beta1.KeyValueStoreList{}.OpenAPIModelName():                     schema_pkg_apis_kvstore_v1beta1_KeyValueStoreList(ref),
+		v1beta1.KeyValueStoreSpec{}.OpenAPIModelName():                     schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref),
+		v1beta1.KeyValueStoreStatus{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref),
+		v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName():  schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref),
+		v1beta1.ProxySpec{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref),
+		v1beta1.StorageSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		v1.CrossVersionObjectReference{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -737,7 +751,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the store's state: Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
+							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -816,6 +830,707 @@ func schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref common.ReferenceCallback) 
 					"size": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Size is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"storageClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BackupSpec describes the store's backup Jobs and their schedule.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the container image of the backup Job, at most 512 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds bounds how long the backup Job may run, in seconds. After it the backup counts as failed.",
+							Default:     600,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"schedule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"timeZone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeZone is the IANA time zone name the schedule is read in, for example \"Europe/Berlin\". Empty: UTC.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"keep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Keep is how many Completed scheduled backups are kept, from 1 to 100 (default 7); older ones are deleted. Manual and Final backups are never deleted by the controller.",
+							Default:     7,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"image"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BootstrapSpec is the Job that prepares a new store's data.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the container image of the bootstrap Job, at most 512 bytes.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME names the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"fromBackup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FromBackup is the name of a Completed KeyValueStoreBackup in the store's namespace to restore. It is checked when the bootstrap runs: a backup that is missing or not Completed fails the store.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds bounds how long the bootstrap Job may run, in seconds.",
+							Default:     600,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"image"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStore is a replicated key-value store: a StatefulSet of data replicas with persistent volumes, optionally fronted by a stateless proxy Deployment. The kvstore-apiserver controller creates and repairs those workloads and runs an ordered teardown before the object is removed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the desired state of the store.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.KeyValueStoreSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the most recently observed state of the store. It is written by the controller through the /status subresource and is read-only here.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.KeyValueStoreStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.KeyValueStoreSpec{}.OpenAPIModelName(), v1beta1.KeyValueStoreStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackup is one backup of a KeyValueStore's data, taken by a Job. The spec says which store and why, and cannot change after create; the status is written through the /status subresource by the controller that runs the backup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which store to back up and why. Immutable after creation.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.KeyValueStoreBackupSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the progress of the backup. It is written by the controller through the /status subresource and is read-only here.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.KeyValueStoreBackupStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.KeyValueStoreBackupSpec{}.OpenAPIModelName(), v1beta1.KeyValueStoreBackupStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupList is a list of KeyValueStoreBackups.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of KeyValueStoreBackups.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.KeyValueStoreBackup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.KeyValueStoreBackup{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupSpec is the desired backup. Every field is immutable after creation: a backup of another store, or for another reason, is another KeyValueStoreBackup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"storeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StoreName is the name of the KeyValueStore to back up, in the backup's own namespace: a DNS-1035 label of at most 52 characters. Required and immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why the backup was taken: Manual (the default), Scheduled or Final (the last backup before a store's teardown). It is set by whoever creates the backup. Immutable.\n\nPossible enum values:\n - `\"Final\"` : the last backup before a store's teardown.\n - `\"Manual\"` : asked for by a user (the default).\n - `\"Scheduled\"` : made by a schedule.",
+							Default:     "Manual",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Final", "Manual", "Scheduled"},
+						},
+					},
+				},
+				Required: []string{"storeName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreBackupStatus is the observed progress of a backup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase summarises the backup's progress: Pending, Running, Completed or Failed.\n\nPossible enum values:\n - `\"Completed\"` : the backup Job succeeded.\n - `\"Failed\"` : the backup Job failed for good.\n - `\"Pending\"` : accepted, no backup Job started yet.\n - `\"Running\"` : the backup Job runs.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Completed", "Failed", "Pending", "Running"},
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the metadata.generation the controller last acted on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the backup Job started.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the backup finished, successfully or not. It is never before startTime.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"jobName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobName is the name of the Job that takes the backup, in the backup's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"attempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Attempts is how many times the backup Job has been started, zero or more.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a human-readable detail of the phase, such as why the backup failed, at most 32768 bytes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations of the backup's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreList is a list of KeyValueStores.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of KeyValueStores.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.KeyValueStore{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.KeyValueStore{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreSpec is the desired state of a KeyValueStore.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the number of data replicas (StatefulSet Pods), from 1 to 9. An odd number is recommended: an even one adds no quorum.",
+							Default:     3,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the container image of the data replicas, for example \"redis:7.2\", at most 512 bytes. Changing it rolls the StatefulSet one Pod at a time.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the TCP port the data replicas listen on, from 1 to 65535.",
+							Default:     6379,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"storage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Storage is the persistent volume each data replica gets. Immutable after creation, like a StatefulSet's volumeClaimTemplates.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.StorageSpec{}.OpenAPIModelName()),
+						},
+					},
+					"proxy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Proxy configures the optional stateless proxy tier, a Deployment named <name>-proxy created once the data replicas are ready.",
+							Ref:         ref(v1beta1.ProxySpec{}.OpenAPIModelName()),
+						},
+					},
+					"backup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Backup configures how the store is backed up: the image and command of every backup Job (KeyValueStoreBackups, on demand or on a schedule), and the final backup run before the data replicas are torn down on deletion. Without it no backup is taken.",
+							Ref:         ref(v1beta1.BackupSpec{}.OpenAPIModelName()),
+						},
+					},
+					"persistentVolumeClaimRetentionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PersistentVolumeClaimRetentionPolicy says what happens to the data replicas' PersistentVolumeClaims when the store is deleted.",
+							Ref:         ref(v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops the controller from changing the store's workloads. Status is still reported. Deletion of a paused store still runs the teardown, since the finalizer must eventually be released.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"bootstrap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bootstrap is a Job run once, after the data replicas are first ready and before the proxy tier is created: to seed data, configure replication or restore a backup. Set at create only; immutable.",
+							Ref:         ref(v1beta1.BootstrapSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"image"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeyValueStoreStatus is the observed state of a KeyValueStore.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : accepted, nothing created yet.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the metadata.generation the controller last acted on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the number of data replica Pods that exist.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyReplicas is the number of data replica Pods that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedReplicas is the number of data replica Pods at the current spec.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"proxyReadyReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProxyReadyReplicas is the number of proxy Pods that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lastBackupTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastBackupTime is when the store's newest Completed backup (of any reason) completed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"nextBackupTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextBackupTime is the next slot of spec.backup.schedule; unset without a schedule or while the store is paused.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector is the label selector of the data replica Pods, in string form.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PersistentVolumeClaimRetentionPolicy says what happens to the claims.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"whenDeleted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenDeleted is Retain (the default: claims and data survive the store) or Delete (claims are deleted after the data replicas are gone).\n\nPossible enum values:\n - `\"Delete\"` deletes the claims as the last step of teardown.\n - `\"Retain\"` keeps the claims (and so the data) after the store is deleted.",
+							Default:     "Retain",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Delete", "Retain"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProxySpec describes the stateless proxy tier.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the number of proxy Pods, from 0 to 20. Zero means no proxy tier.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the proxy's container image, at most 512 bytes. Required when replicas > 0.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StorageSpec describes the persistent volume of each data replica.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"capacity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Capacity is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It is v1alpha1's spec.storage.size under a name that the Go field can carry too.",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 )
 
 // replicasPaths says, for each served version, which field of a
@@ -27,6 +28,7 @@ import (
 // as it would on a write through the main resource.
 var replicasPaths = managedfields.ResourcePathMappings{
 	v1alpha1.SchemeGroupVersion.String(): fieldpath.MakePathOrDie("spec", "replicas"),
+	v1beta1.SchemeGroupVersion.String():  fieldpath.MakePathOrDie("spec", "replicas"),
 }
 
 // ScaleREST is the /scale subresource: spec.replicas, status.replicas and

@@ -47,9 +47,7 @@ func (Strategy) NamespaceScoped() bool { return true }
 // GetResetFields: the main endpoint never owns status, so server-side apply
 // through it cannot claim or change status fields.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"kvstore.io/v1alpha1": fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return everyVersion(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 }
 
 // DefaultGarbageCollectionPolicy deletes owned objects in the background once
@@ -105,8 +103,8 @@ func ensureTeardownFinalizer(kvs *kvstore.KeyValueStore) {
 }
 
 // Validate validates a new object.
-func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStore(obj.(*kvstore.KeyValueStore))
+func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStore(obj.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnCreate returns advice that does not block the request.
@@ -124,8 +122,8 @@ func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // ValidateUpdate validates an update, including immutable fields.
-func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStoreUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+func (Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStoreUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnUpdate repeats the create warnings, only when the spec changed.
@@ -182,15 +180,13 @@ func NewStatusStrategy(s Strategy) StatusStrategy { return StatusStrategy{s} }
 
 // GetResetFields: /status never owns spec or the metadata it does not write.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"kvstore.io/v1alpha1": fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return everyVersion(fieldpath.NewSet(
+		fieldpath.MakePathOrDie("spec"),
+		fieldpath.MakePathOrDie("metadata", "labels"),
+		fieldpath.MakePathOrDie("metadata", "annotations"),
+		fieldpath.MakePathOrDie("metadata", "finalizers"),
+		fieldpath.MakePathOrDie("metadata", "ownerReferences"),
+	))
 }
 
 // PrepareForUpdate keeps everything but status from the stored object, so a
@@ -203,14 +199,25 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	newKVS.Annotations = oldKVS.Annotations
 	newKVS.Finalizers = oldKVS.Finalizers
 	newKVS.OwnerReferences = oldKVS.OwnerReferences
+	setReadyCondition(&newKVS.Status)
 }
 
 // ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateKeyValueStoreStatusUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore))
+func (StatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return inRequestVersion(ctx, validation.ValidateKeyValueStoreStatusUpdate(obj.(*kvstore.KeyValueStore), old.(*kvstore.KeyValueStore)))
 }
 
 // WarningsOnUpdate has nothing to say about status.
 func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
+}
+
+// everyVersion names the same reset fields in every served version: the
+// field paths are the same in both, and a client of either version must
+// own (and be refused) the same fields.
+func everyVersion(set *fieldpath.Set) map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"kvstore.io/v1alpha1": set,
+		"kvstore.io/v1beta1":  set,
+	}
 }

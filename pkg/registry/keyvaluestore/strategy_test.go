@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -276,6 +277,9 @@ func TestStatusStrategyPrepareForUpdate(t *testing.T) {
 	assert.Equal(t, oldObj.Annotations, newObj.Annotations)
 	assert.Equal(t, oldObj.Finalizers, newObj.Finalizers)
 	assert.Equal(t, oldObj.OwnerReferences, newObj.OwnerReferences)
+	// Ready is derived from the phase (ready_test.go); the rest is kept.
+	require.NotNil(t, meta.FindStatusCondition(newObj.Status.Conditions, kvstore.ConditionReady))
+	meta.RemoveStatusCondition(&newObj.Status.Conditions, kvstore.ConditionReady)
 	assert.Equal(t, newStatus, newObj.Status)
 	assert.Equal(t, int64(2), newObj.Generation, "a status write never bumps generation")
 }
@@ -323,16 +327,22 @@ func TestStrategyValidate(t *testing.T) {
 }
 
 func TestGetResetFields(t *testing.T) {
+	for _, version := range []fieldpath.APIVersion{"kvstore.io/v1alpha1", "kvstore.io/v1beta1"} {
+		t.Run(string(version), func(t *testing.T) { testGetResetFields(t, version) })
+	}
+}
+
+func testGetResetFields(t *testing.T, version fieldpath.APIVersion) {
 	mainFields := testStrategy().GetResetFields()
-	require.Len(t, mainFields, 1)
-	mainSet, ok := mainFields["kvstore.io/v1alpha1"]
+	require.Len(t, mainFields, 2)
+	mainSet, ok := mainFields[version]
 	require.True(t, ok, "keys: %v", mainFields)
 	assert.True(t, mainSet.Equals(fieldpath.NewSet(fieldpath.MakePathOrDie("status"))), "got %s", mainSet)
 	assert.False(t, mainSet.Has(fieldpath.MakePathOrDie("spec")))
 
 	status := NewStatusStrategy(testStrategy()).GetResetFields()
-	require.Len(t, status, 1)
-	statusSet, ok := status["kvstore.io/v1alpha1"]
+	require.Len(t, status, 2)
+	statusSet, ok := status[version]
 	require.True(t, ok, "keys: %v", status)
 	want := fieldpath.NewSet(
 		fieldpath.MakePathOrDie("spec"),

@@ -9,10 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 )
 
 func fieldsBackup() *kvstore.KeyValueStoreBackup {
@@ -81,12 +83,18 @@ func TestIndexersAndTrigger(t *testing.T) {
 }
 
 // TestFieldLabelConversion: every selectable field must also pass the
-// v1alpha1 field label conversion, or a selector on it is a 400 before it
+// field label conversion of every served version, or a selector on it is a 400 before it
 // reaches the registry.
 func TestFieldLabelConversion(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	gvk := v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup")
+	require.NoError(t, v1beta1.AddToScheme(scheme))
+	for _, gv := range []schema.GroupVersion{v1alpha1.SchemeGroupVersion, v1beta1.SchemeGroupVersion} {
+		t.Run(gv.Version, func(t *testing.T) { testFieldLabelConversion(t, scheme, gv.WithKind("KeyValueStoreBackup")) })
+	}
+}
+
+func testFieldLabelConversion(t *testing.T, scheme *runtime.Scheme, gvk schema.GroupVersionKind) {
 
 	for label := range SelectableFields(fieldsBackup()) {
 		t.Run(label, func(t *testing.T) {

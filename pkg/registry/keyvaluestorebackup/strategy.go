@@ -44,9 +44,7 @@ func (Strategy) NamespaceScoped() bool { return true }
 // GetResetFields: the main endpoint never owns status, so server-side apply
 // through it cannot claim or change status fields.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"kvstore.io/v1alpha1": fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return everyVersion(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))
 }
 
 // PrepareForCreate wipes any client-sent status (only the controller reports
@@ -107,15 +105,13 @@ func NewStatusStrategy(s Strategy) StatusStrategy { return StatusStrategy{s} }
 
 // GetResetFields: /status never owns spec or the metadata it does not write.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		"kvstore.io/v1alpha1": fieldpath.NewSet(
-			fieldpath.MakePathOrDie("spec"),
-			fieldpath.MakePathOrDie("metadata", "labels"),
-			fieldpath.MakePathOrDie("metadata", "annotations"),
-			fieldpath.MakePathOrDie("metadata", "finalizers"),
-			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+	return everyVersion(fieldpath.NewSet(
+		fieldpath.MakePathOrDie("spec"),
+		fieldpath.MakePathOrDie("metadata", "labels"),
+		fieldpath.MakePathOrDie("metadata", "annotations"),
+		fieldpath.MakePathOrDie("metadata", "finalizers"),
+		fieldpath.MakePathOrDie("metadata", "ownerReferences"),
+	))
 }
 
 // PrepareForUpdate keeps everything but status from the stored object, so a
@@ -138,4 +134,14 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 // WarningsOnUpdate has nothing to say about status.
 func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
+}
+
+// everyVersion names the same reset fields in every served version: the
+// field paths are the same in both, and a client of either version must
+// own (and be refused) the same fields.
+func everyVersion(set *fieldpath.Set) map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		"kvstore.io/v1alpha1": set,
+		"kvstore.io/v1beta1":  set,
+	}
 }

@@ -161,17 +161,21 @@ func TestValidateOnCreate(t *testing.T) {
 }
 
 func TestGetResetFields(t *testing.T) {
-	main := testStrategy().GetResetFields()
-	require.Contains(t, main, fieldpath.APIVersion("kvstore.io/v1alpha1"))
-	assert.True(t, main["kvstore.io/v1alpha1"].Equals(fieldpath.NewSet(fieldpath.MakePathOrDie("status"))))
+	for _, version := range []fieldpath.APIVersion{"kvstore.io/v1alpha1", "kvstore.io/v1beta1"} {
+		t.Run(string(version), func(t *testing.T) {
+			main := testStrategy().GetResetFields()
+			require.Contains(t, main, version)
+			assert.True(t, main[version].Equals(fieldpath.NewSet(fieldpath.MakePathOrDie("status"))))
 
-	status := NewStatusStrategy(testStrategy()).GetResetFields()
-	require.Contains(t, status, fieldpath.APIVersion("kvstore.io/v1alpha1"))
-	set := status["kvstore.io/v1alpha1"]
-	for _, p := range [][]interface{}{
-		{"spec"}, {"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "finalizers"}, {"metadata", "ownerReferences"},
-	} {
-		assert.True(t, set.Has(fieldpath.MakePathOrDie(p...)), "%v", p)
+			status := NewStatusStrategy(testStrategy()).GetResetFields()
+			require.Contains(t, status, version)
+			set := status[version]
+			for _, p := range [][]interface{}{
+				{"spec"}, {"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "finalizers"}, {"metadata", "ownerReferences"},
+			} {
+				assert.True(t, set.Has(fieldpath.MakePathOrDie(p...)), "%v", p)
+			}
+			assert.False(t, set.Has(fieldpath.MakePathOrDie("status")), "/status owns status")
+		})
 	}
-	assert.False(t, set.Has(fieldpath.MakePathOrDie("status")), "/status owns status")
 }

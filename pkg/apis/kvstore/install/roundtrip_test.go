@@ -21,6 +21,7 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/install"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 )
 
 // kvstoreFuzzerFuncs makes fuzzed internal objects look as they do after
@@ -61,6 +62,11 @@ func kvstoreFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 		},
 		func(s *kvstore.KeyValueStoreStatus, c randfill.Continue) {
 			c.FillNoCustom(s)
+			// Half the objects without currentImage: v1beta1 then carries no
+			// annotation for it, and that case must round-trip too.
+			if c.Bool() {
+				s.CurrentImage = ""
+			}
 			// Always carry a condition so every iteration exercises
 			// metav1.Condition (the default fuzzer leaves half the slices nil).
 			if len(s.Conditions) == 0 {
@@ -119,12 +125,14 @@ func TestFuzzerProducesDefaultedObjects(t *testing.T) {
 			require.NotNil(t, obj.Spec.Backup.ActiveDeadlineSeconds)
 		}
 
-		// Defaulting a fuzzed object after conversion must change nothing.
-		external := &v1alpha1.KeyValueStore{}
-		require.NoError(t, scheme.Convert(obj, external, nil))
-		defaulted := external.DeepCopy()
-		scheme.Default(defaulted)
-		require.True(t, apiequality.Semantic.DeepEqual(external, defaulted), "iteration %d: fuzzed object is not in defaulted form", i)
+		// Defaulting a fuzzed object after conversion must change nothing,
+		// in either version.
+		for _, external := range []runtime.Object{&v1alpha1.KeyValueStore{}, &v1beta1.KeyValueStore{}} {
+			require.NoError(t, scheme.Convert(obj, external, nil))
+			defaulted := external.DeepCopyObject()
+			scheme.Default(defaulted)
+			require.True(t, apiequality.Semantic.DeepEqual(external, defaulted), "iteration %d: fuzzed object is not in defaulted form as %T", i, external)
+		}
 	}
 	assert.True(t, sawProxy, "fuzzer never produced a proxy")
 	assert.True(t, sawBackup, "fuzzer never produced a backup")

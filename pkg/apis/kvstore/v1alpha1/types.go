@@ -235,6 +235,10 @@ const (
 
 // Condition types reported in status.conditions.
 const (
+	// ConditionReady is True exactly while status.phase is Ready; its
+	// reason is the phase otherwise. The server derives it from the phase on
+	// every status write.
+	ConditionReady = "Ready"
 	// ConditionAvailable is True while every data replica is ready.
 	ConditionAvailable = "Available"
 	// ConditionProgressing is True while the workloads move toward the spec.
@@ -307,7 +311,7 @@ type KeyValueStoreStatus struct {
 	Selector string `json:"selector,omitempty" protobuf:"bytes,9,opt,name=selector"`
 
 	// Conditions are the latest observations of the store's state:
-	// Available, Progressing, Degraded, Bootstrapped,
+	// Ready, Available, Progressing, Degraded, Bootstrapped,
 	// ScheduledBackupSucceeded and BackupSucceeded.
 	// +optional
 	// +listType=map

@@ -97,6 +97,7 @@ func ValidateName(name string, prefix bool) []string {
 func ValidateKeyValueStore(kvs *kvstore.KeyValueStore) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&kvs.ObjectMeta, true, ValidateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateNoGarbageCollectorFinalizers(kvs.Finalizers, nil, field.NewPath("metadata", "finalizers"))...)
+	allErrs = append(allErrs, validateNoConversionAnnotation(kvs.Annotations, nil, field.NewPath("metadata", "annotations"))...)
 	allErrs = append(allErrs, ValidateKeyValueStoreSpec(&kvs.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -105,6 +106,7 @@ func ValidateKeyValueStore(kvs *kvstore.KeyValueStore) field.ErrorList {
 func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateNoGarbageCollectorFinalizers(newObj.Finalizers, oldObj.Finalizers, field.NewPath("metadata", "finalizers"))...)
+	allErrs = append(allErrs, validateNoConversionAnnotation(newObj.Annotations, oldObj.Annotations, field.NewPath("metadata", "annotations"))...)
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSpec(&newObj.Spec, &oldObj.Spec, specPath)...)
 	// A StatefulSet's volumeClaimTemplates cannot change, so neither can storage.
@@ -156,6 +158,23 @@ func validateNoGarbageCollectorFinalizers(finalizers, oldFinalizers []string, fl
 		}
 	}
 	return allErrs
+}
+
+// validateNoConversionAnnotation refuses kvstore.CurrentImageAnnotation in
+// the internal object: v1beta1's conversion owns it and removes it before
+// the object gets here, so only a v1alpha1 client can send it, and a stored
+// value would be read back as status.currentImage through v1beta1. An
+// object stored with it before it was refused can still be updated.
+func validateNoConversionAnnotation(annotations, oldAnnotations map[string]string, fldPath *field.Path) field.ErrorList {
+	value, ok := annotations[kvstore.CurrentImageAnnotation]
+	if !ok {
+		return nil
+	}
+	if old, had := oldAnnotations[kvstore.CurrentImageAnnotation]; had && old == value {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fldPath.Key(kvstore.CurrentImageAnnotation),
+		"is reserved: it carries status.currentImage through kvstore.io/v1beta1 and is set by the server only")}
 }
 
 // ValidateKeyValueStoreSpec validates the desired state.

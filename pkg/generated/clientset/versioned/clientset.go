@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	kvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1"
+	kvstorev1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1beta1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -31,17 +32,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	KvstoreV1alpha1() kvstorev1alpha1.KvstoreV1alpha1Interface
+	KvstoreV1beta1() kvstorev1beta1.KvstoreV1beta1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
 	kvstoreV1alpha1 *kvstorev1alpha1.KvstoreV1alpha1Client
+	kvstoreV1beta1  *kvstorev1beta1.KvstoreV1beta1Client
 }
 
 // KvstoreV1alpha1 retrieves the KvstoreV1alpha1Client
 func (c *Clientset) KvstoreV1alpha1() kvstorev1alpha1.KvstoreV1alpha1Interface {
 	return c.kvstoreV1alpha1
+}
+
+// KvstoreV1beta1 retrieves the KvstoreV1beta1Client
+func (c *Clientset) KvstoreV1beta1() kvstorev1beta1.KvstoreV1beta1Interface {
+	return c.kvstoreV1beta1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -92,6 +100,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.kvstoreV1beta1, err = kvstorev1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.kvstoreV1alpha1 = kvstorev1alpha1.New(c)
+	cs.kvstoreV1beta1 = kvstorev1beta1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	v1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -57,6 +58,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1alpha1().KeyValueStores().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("keyvaluestorebackups"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1alpha1().KeyValueStoreBackups().Informer()}, nil
+
+		// Group=kvstore.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("keyvaluestores"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1beta1().KeyValueStores().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("keyvaluestorebackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kvstore().V1beta1().KeyValueStoreBackups().Informer()}, nil
 
 	}
 

@@ -54,7 +54,7 @@ type KeyValueStoreStatusApplyConfiguration struct {
 	// Selector is the label selector of the data replica Pods, in string form.
 	Selector *string `json:"selector,omitempty"`
 	// Conditions are the latest observations of the store's state:
-	// Available, Progressing, Degraded, Bootstrapped,
+	// Ready, Available, Progressing, Degraded, Bootstrapped,
 	// ScheduledBackupSucceeded and BackupSucceeded.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }

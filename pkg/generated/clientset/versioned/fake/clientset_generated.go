@@ -23,6 +23,8 @@ import (
 	clientset "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
 	kvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1"
 	fakekvstorev1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1/fake"
+	kvstorev1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1beta1"
+	fakekvstorev1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1beta1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -139,4 +141,9 @@ var (
 // KvstoreV1alpha1 retrieves the KvstoreV1alpha1Client
 func (c *Clientset) KvstoreV1alpha1() kvstorev1alpha1.KvstoreV1alpha1Interface {
 	return &fakekvstorev1alpha1.FakeKvstoreV1alpha1{Fake: &c.Fake}
+}
+
+// KvstoreV1beta1 retrieves the KvstoreV1beta1Client
+func (c *Clientset) KvstoreV1beta1() kvstorev1beta1.KvstoreV1beta1Interface {
+	return &fakekvstorev1beta1.FakeKvstoreV1beta1{Fake: &c.Fake}
 }

@@ -21,12 +21,15 @@ package kvstore
 import (
 	internalinterfaces "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions/internalinterfaces"
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions/kvstore/v1alpha1"
+	v1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/informers/externalversions/kvstore/v1beta1"
 )
 
 // Interface provides access to each of this group's versions.
 type Interface interface {
 	// V1alpha1 provides access to shared informers for resources in V1alpha1.
 	V1alpha1() v1alpha1.Interface
+	// V1beta1 provides access to shared informers for resources in V1beta1.
+	V1beta1() v1beta1.Interface
 }
 
 type group struct {
@@ -43,4 +46,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // V1alpha1 returns a new v1alpha1.Interface.
 func (g *group) V1alpha1() v1alpha1.Interface {
 	return v1alpha1.New(g.factory, g.namespace, g.tweakListOptions)
+}
+
+// V1beta1 returns a new v1beta1.Interface.
+func (g *group) V1beta1() v1beta1.Interface {
+	return v1beta1.New(g.factory, g.namespace, g.tweakListOptions)
 }

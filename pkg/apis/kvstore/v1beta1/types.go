@@ -1,0 +1,329 @@
+package v1beta1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// KeyValueStore is a replicated key-value store: a StatefulSet of data
+// replicas with persistent volumes, optionally fronted by a stateless proxy
+// Deployment. The kvstore-apiserver controller creates and repairs those
+// workloads and runs an ordered teardown before the object is removed.
+type KeyValueStore struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Spec is the desired state of the store.
+	// +optional
+	Spec KeyValueStoreSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+
+	// Status is the most recently observed state of the store. It is written
+	// by the controller through the /status subresource and is read-only here.
+	// +optional
+	Status KeyValueStoreStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
+}
+
+// KeyValueStoreSpec is the desired state of a KeyValueStore.
+type KeyValueStoreSpec struct {
+	// Replicas is the number of data replicas (StatefulSet Pods), from 1 to 9.
+	// An odd number is recommended: an even one adds no quorum.
+	// +optional
+	// +default=3
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
+
+	// Image is the container image of the data replicas, for example
+	// "redis:7.2", at most 512 bytes. Changing it rolls the StatefulSet one
+	// Pod at a time.
+	Image string `json:"image" protobuf:"bytes,2,opt,name=image"`
+
+	// Port is the TCP port the data replicas listen on, from 1 to 65535.
+	// +optional
+	// +default=6379
+	Port int32 `json:"port,omitempty" protobuf:"varint,3,opt,name=port"`
+
+	// Storage is the persistent volume each data replica gets.
+	// Immutable after creation, like a StatefulSet's volumeClaimTemplates.
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty" protobuf:"bytes,4,opt,name=storage"`
+
+	// Proxy configures the optional stateless proxy tier, a Deployment named
+	// <name>-proxy created once the data replicas are ready.
+	// +optional
+	Proxy *ProxySpec `json:"proxy,omitempty" protobuf:"bytes,5,opt,name=proxy"`
+
+	// Backup configures how the store is backed up: the image and command of
+	// every backup Job (KeyValueStoreBackups, on demand or on a schedule),
+	// and the final backup run before the data replicas are torn down on
+	// deletion. Without it no backup is taken.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty" protobuf:"bytes,6,opt,name=backup"`
+
+	// PersistentVolumeClaimRetentionPolicy says what happens to the data
+	// replicas' PersistentVolumeClaims when the store is deleted.
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty" protobuf:"bytes,7,opt,name=persistentVolumeClaimRetentionPolicy"`
+
+	// Paused stops the controller from changing the store's workloads.
+	// Status is still reported. Deletion of a paused store still runs the
+	// teardown, since the finalizer must eventually be released.
+	// +optional
+	Paused bool `json:"paused,omitempty" protobuf:"varint,8,opt,name=paused"`
+
+	// Bootstrap is a Job run once, after the data replicas are first ready
+	// and before the proxy tier is created: to seed data, configure
+	// replication or restore a backup. Set at create only; immutable.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty" protobuf:"bytes,9,opt,name=bootstrap"`
+}
+
+// StorageSpec describes the persistent volume of each data replica.
+type StorageSpec struct {
+	// Capacity is the requested capacity of each replica's volume (default
+	// 1Gi); it must be greater than zero. It is v1alpha1's spec.storage.size
+	// under a name that the Go field can carry too.
+	// +optional
+	Capacity resource.Quantity `json:"capacity,omitempty" protobuf:"bytes,1,opt,name=capacity"`
+
+	// StorageClassName is the StorageClass of the volumes, a DNS-1123
+	// subdomain of at most 253 characters. When unset the cluster's default
+	// StorageClass is used.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty" protobuf:"bytes,2,opt,name=storageClassName"`
+}
+
+// ProxySpec describes the stateless proxy tier.
+type ProxySpec struct {
+	// Replicas is the number of proxy Pods, from 0 to 20. Zero means no proxy
+	// tier.
+	// +optional
+	// +default=0
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
+
+	// Image is the proxy's container image, at most 512 bytes. Required when
+	// replicas > 0.
+	// +optional
+	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
+}
+
+// BackupSpec describes the store's backup Jobs and their schedule.
+type BackupSpec struct {
+	// Image is the container image of the backup Job, at most 512 bytes.
+	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
+
+	// Command is the entrypoint of the backup container. When empty the
+	// image's own entrypoint runs. The container gets the environment
+	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT,
+	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
+	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
+	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
+
+	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
+	// seconds. After it the backup counts as failed.
+	// +optional
+	// +default=600
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,3,opt,name=activeDeadlineSeconds"`
+
+	// Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled)
+	// at each slot of this standard 5-field cron expression, for example
+	// "0 3 * * *"; the @hourly/@daily/@weekly/@monthly/@yearly forms are
+	// accepted. After downtime at most one backup catches up on missed
+	// slots. Empty: no scheduled backups.
+	// +optional
+	Schedule string `json:"schedule,omitempty" protobuf:"bytes,4,opt,name=schedule"`
+
+	// TimeZone is the IANA time zone name the schedule is read in, for
+	// example "Europe/Berlin". Empty: UTC.
+	// +optional
+	TimeZone *string `json:"timeZone,omitempty" protobuf:"bytes,5,opt,name=timeZone"`
+
+	// Keep is how many Completed scheduled backups are kept, from 1 to 100
+	// (default 7); older ones are deleted. Manual and Final backups are
+	// never deleted by the controller.
+	// +optional
+	// +default=7
+	Keep *int32 `json:"keep,omitempty" protobuf:"varint,6,opt,name=keep"`
+}
+
+// BootstrapSpec is the Job that prepares a new store's data.
+type BootstrapSpec struct {
+	// Image is the container image of the bootstrap Job, at most 512 bytes.
+	Image string `json:"image" protobuf:"bytes,1,opt,name=image"`
+
+	// Command is the entrypoint of the bootstrap container. When empty the
+	// image's own entrypoint runs. The container gets the same environment
+	// as a backup Job (without KVSTORE_BACKUP_REASON); when restoring,
+	// KVSTORE_BACKUP_NAME names the backup to restore and
+	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
+	// each at most 4096 bytes and 32768 bytes in all.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
+
+	// FromBackup is the name of a Completed KeyValueStoreBackup in the
+	// store's namespace to restore. It is checked when the bootstrap runs:
+	// a backup that is missing or not Completed fails the store.
+	// +optional
+	FromBackup string `json:"fromBackup,omitempty" protobuf:"bytes,3,opt,name=fromBackup"`
+
+	// ActiveDeadlineSeconds bounds how long the bootstrap Job may run, in
+	// seconds.
+	// +optional
+	// +default=600
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,4,opt,name=activeDeadlineSeconds"`
+}
+
+// PersistentVolumeClaimRetentionPolicyType is what happens to the data
+// replicas' PersistentVolumeClaims on deletion.
+// +enum
+type PersistentVolumeClaimRetentionPolicyType string
+
+const (
+	// RetainPersistentVolumeClaimRetentionPolicyType keeps the claims (and so
+	// the data) after the store is deleted.
+	RetainPersistentVolumeClaimRetentionPolicyType PersistentVolumeClaimRetentionPolicyType = "Retain"
+	// DeletePersistentVolumeClaimRetentionPolicyType deletes the claims as the
+	// last step of teardown.
+	DeletePersistentVolumeClaimRetentionPolicyType PersistentVolumeClaimRetentionPolicyType = "Delete"
+)
+
+// PersistentVolumeClaimRetentionPolicy says what happens to the claims.
+type PersistentVolumeClaimRetentionPolicy struct {
+	// WhenDeleted is Retain (the default: claims and data survive the store)
+	// or Delete (claims are deleted after the data replicas are gone).
+	// +optional
+	// +default="Retain"
+	WhenDeleted PersistentVolumeClaimRetentionPolicyType `json:"whenDeleted,omitempty" protobuf:"bytes,1,opt,name=whenDeleted,casttype=PersistentVolumeClaimRetentionPolicyType"`
+}
+
+// KeyValueStorePhase is a coarse summary of where a store is in its life.
+// +enum
+type KeyValueStorePhase string
+
+const (
+	// PhasePending: accepted, nothing created yet.
+	PhasePending KeyValueStorePhase = "Pending"
+	// PhaseCreating: workloads exist but are not yet all ready.
+	PhaseCreating KeyValueStorePhase = "Creating"
+	// PhaseBootstrapping: the data replicas are ready and the bootstrap Job
+	// runs; the proxy tier waits for it.
+	PhaseBootstrapping KeyValueStorePhase = "Bootstrapping"
+	// PhaseReady: every data replica (and proxy replica) is ready at the current spec.
+	PhaseReady KeyValueStorePhase = "Ready"
+	// PhaseUpgrading: a change of image or replicas is rolling out.
+	PhaseUpgrading KeyValueStorePhase = "Upgrading"
+	// PhaseDegraded: the store was ready and has lost ready replicas.
+	PhaseDegraded KeyValueStorePhase = "Degraded"
+	// PhaseTerminating: the store is being deleted and teardown runs.
+	PhaseTerminating KeyValueStorePhase = "Terminating"
+	// PhaseFailed: the spec cannot be realised; see the conditions.
+	PhaseFailed KeyValueStorePhase = "Failed"
+)
+
+// Condition types reported in status.conditions.
+const (
+	// ConditionReady is True exactly while status.phase is Ready; its
+	// reason is the phase otherwise. The server keeps it in step with the
+	// phase on every status write, so `kubectl wait --for=condition=Ready`
+	// works whichever version the controller writes status in. Compare its
+	// observedGeneration with metadata.generation to know it is current.
+	ConditionReady = "Ready"
+	// ConditionAvailable is True while every data replica is ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the workloads move toward the spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when ready replicas were lost.
+	ConditionDegraded = "Degraded"
+	// ConditionBackupSucceeded reports the final backup before deletion.
+	ConditionBackupSucceeded = "BackupSucceeded"
+	// ConditionScheduledBackupSucceeded reports the outcome of the last
+	// finished scheduled backup.
+	ConditionScheduledBackupSucceeded = "ScheduledBackupSucceeded"
+	// ConditionBootstrapped is True once the bootstrap Job succeeded; False
+	// while it runs or after it failed for good.
+	ConditionBootstrapped = "Bootstrapped"
+)
+
+const (
+	// TeardownFinalizer is added by the server to every KeyValueStore at
+	// create; the controller removes it once teardown has finished.
+	TeardownFinalizer = "kvstore.io/teardown"
+	// SkipFinalBackupAnnotation set to "true" lets teardown go on without the
+	// final backup, the documented way out of a backup that keeps failing.
+	SkipFinalBackupAnnotation = "kvstore.io/skip-final-backup"
+)
+
+// KeyValueStoreStatus is the observed state of a KeyValueStore.
+type KeyValueStoreStatus struct {
+	// Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready,
+	// Upgrading, Degraded, Terminating or Failed.
+	// +optional
+	Phase KeyValueStorePhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=KeyValueStorePhase"`
+
+	// ObservedGeneration is the metadata.generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,2,opt,name=observedGeneration"`
+
+	// Replicas is the number of data replica Pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty" protobuf:"varint,3,opt,name=replicas"`
+
+	// ReadyReplicas is the number of data replica Pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty" protobuf:"varint,4,opt,name=readyReplicas"`
+
+	// UpdatedReplicas is the number of data replica Pods at the current spec.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty" protobuf:"varint,5,opt,name=updatedReplicas"`
+
+	// ProxyReadyReplicas is the number of proxy Pods that are ready.
+	// +optional
+	ProxyReadyReplicas int32 `json:"proxyReadyReplicas,omitempty" protobuf:"varint,6,opt,name=proxyReadyReplicas"`
+
+	// LastBackupTime is when the store's newest Completed backup
+	// (of any reason) completed.
+	// +optional
+	LastBackupTime *metav1.Time `json:"lastBackupTime,omitempty" protobuf:"bytes,8,opt,name=lastBackupTime"`
+
+	// NextBackupTime is the next slot of spec.backup.schedule; unset without
+	// a schedule or while the store is paused.
+	// +optional
+	NextBackupTime *metav1.Time `json:"nextBackupTime,omitempty" protobuf:"bytes,11,opt,name=nextBackupTime"`
+
+	// Selector is the label selector of the data replica Pods, in string form.
+	// +optional
+	Selector string `json:"selector,omitempty" protobuf:"bytes,9,opt,name=selector"`
+
+	// Conditions are the latest observations of the store's state:
+	// Ready, Available, Progressing, Degraded, Bootstrapped,
+	// ScheduledBackupSucceeded and BackupSucceeded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" protobuf:"bytes,10,rep,name=conditions"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// KeyValueStoreList is a list of KeyValueStores.
+type KeyValueStoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Items is the list of KeyValueStores.
+	Items []KeyValueStore `json:"items" protobuf:"bytes,2,rep,name=items"`
+}

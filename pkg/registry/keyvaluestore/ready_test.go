@@ -1,0 +1,70 @@
+package keyvaluestore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+)
+
+// A status write gets a Ready condition that follows status.phase, keeps
+// its lastTransitionTime while its status stays, and is overridden if a
+// writer sends one that disagrees.
+func TestStatusUpdateDerivesReady(t *testing.T) {
+	s := NewStatusStrategy(testStrategy())
+	ctx := context.Background()
+	write := func(old *kvstore.KeyValueStore, phase kvstore.KeyValueStorePhase, gen int64, sent ...metav1.Condition) *kvstore.KeyValueStore {
+		obj := old.DeepCopy()
+		obj.Status.Phase = phase
+		obj.Status.ObservedGeneration = gen
+		for _, c := range sent {
+			meta.SetStatusCondition(&obj.Status.Conditions, c)
+		}
+		s.PrepareForUpdate(ctx, obj, old)
+		return obj
+	}
+
+	empty := newKVS()
+	empty.ResourceVersion = "1"
+	empty.Status = kvstore.KeyValueStoreStatus{}
+	noPhase := write(empty, "", 0)
+	assert.Nil(t, meta.FindStatusCondition(noPhase.Status.Conditions, kvstore.ConditionReady), "nothing observed yet")
+
+	creating := write(noPhase, kvstore.PhaseCreating, 1)
+	ready := meta.FindStatusCondition(creating.Status.Conditions, kvstore.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, "Creating", ready.Reason)
+	assert.EqualValues(t, 1, ready.ObservedGeneration)
+	assert.False(t, ready.LastTransitionTime.IsZero())
+
+	// A writer claiming Ready=True while the phase says otherwise is overridden.
+	liar := write(creating, kvstore.PhaseCreating, 2, metav1.Condition{Type: kvstore.ConditionReady, Status: metav1.ConditionTrue, Reason: "Trust"})
+	ready = meta.FindStatusCondition(liar.Status.Conditions, kvstore.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.EqualValues(t, 2, ready.ObservedGeneration)
+
+	now := write(liar, kvstore.PhaseReady, 2)
+	ready = meta.FindStatusCondition(now.Status.Conditions, kvstore.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, "Ready", ready.Reason)
+
+	// The same status again keeps the transition time.
+	transition := metav1.NewTime(ready.LastTransitionTime.Add(-3600e9))
+	meta.FindStatusCondition(now.Status.Conditions, kvstore.ConditionReady).LastTransitionTime = transition
+	again := write(now, kvstore.PhaseReady, 3)
+	ready = meta.FindStatusCondition(again.Status.Conditions, kvstore.ConditionReady)
+	require.NotNil(t, ready)
+	assert.True(t, ready.LastTransitionTime.Equal(&transition))
+	assert.EqualValues(t, 3, ready.ObservedGeneration)
+
+	// Validation accepts what was derived.
+	assert.Empty(t, s.ValidateUpdate(ctx, again, now))
+}
