@@ -241,6 +241,15 @@ func (e *Env) APIAvailable(ctx context.Context) bool {
 	return false
 }
 
+// Since polls cond until it holds and returns how long after t that was
+// (-1 if not within timeout of t): figures measured from one instant.
+func Since(ctx context.Context, t time.Time, timeout time.Duration, cond func() bool) time.Duration {
+	if Until(ctx, timeout-time.Since(t), cond) < 0 {
+		return -1
+	}
+	return time.Since(t)
+}
+
 // Until polls cond every 100ms until it holds or timeout passes, and
 // returns how long it took (-1 if it never held).
 func Until(ctx context.Context, timeout time.Duration, cond func() bool) time.Duration {

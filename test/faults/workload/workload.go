@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -322,10 +323,14 @@ func (r *Run) delete(ctx context.Context, client int, name string) result {
 // classify turns a request's error into its outcome. Only a refusal that
 // names the store proves that nothing happened; a 404 or 409 without the
 // store's name (the aggregator before discovery is back) is Unknown, as are
-// timeouts, 5xx, 429 and transport errors.
+// timeouts, 5xx, 429 and transport errors other than a refused connection.
 func classify(err error, name string) (history.Outcome, string) {
 	if err == nil {
 		return history.OK, ""
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Nothing listened: the request never left this machine's client.
+		return history.Failed, "ConnectionRefused"
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
@@ -378,6 +383,36 @@ func (r *Run) watch(ctx context.Context, id int) {
 			from, relist = "", true
 		}
 	}
+}
+
+// WatchFrom records one watch from rv (as watcher id) for d and says how
+// it went: "410 Gone" or how many events it delivered. The checks then
+// verify that what it delivered has no gap.
+func (r *Run) WatchFrom(ctx context.Context, id int, rv string, d time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	w, err := r.watchc.KvstoreV1alpha1().KeyValueStores(r.cfg.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return "410 Gone"
+		}
+		return "error: " + err.Error()
+	}
+	defer w.Stop()
+	seg := r.rec.StartSegment(id, rv, false)
+	from := rv
+	reason := r.drain(ctx, id, seg, w, &from)
+	r.rec.EndSegment(id, seg, reason)
+	if reason == "gone" {
+		return "410 Gone"
+	}
+	n := 0
+	for _, e := range r.rec.History().Events {
+		if e.Watcher == id {
+			n++
+		}
+	}
+	return fmt.Sprintf("served, %d events, ending %s", n, reason)
 }
 
 // drain records w's events until it ends, advancing *from.
