@@ -146,6 +146,29 @@ func (e *Env) Signal(name string, sig syscall.Signal) error {
 	return syscall.Kill(pid, sig)
 }
 
+// Stop sends SIGSTOP to component name and returns the function that
+// sends SIGCONT to that same process, and only to it: once the component
+// has been restarted, its new process is left alone.
+func (e *Env) Stop(name string) (resume func(), err error) {
+	pid, err := e.PID(name)
+	if err != nil {
+		return func() {}, err
+	}
+	e.logf("%s (PID %d) <- SIGSTOP", name, pid)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return func() {}, err
+	}
+	done := false
+	return func() {
+		if now, err := e.PID(name); done || err != nil || now != pid {
+			return
+		}
+		done = true
+		e.logf("%s (PID %d) <- SIGCONT", name, pid)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}, nil
+}
+
 // LocalUp runs hack/local-up.sh with args on the stack's state dir.
 func (e *Env) LocalUp(ctx context.Context, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)

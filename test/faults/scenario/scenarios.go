@@ -150,10 +150,10 @@ func pauseEtcd(ctx context.Context, e *Env, outDir string) *Report {
 		func(ctx context.Context, s *Session) error {
 			before := e.pids(Main, B)
 			t := time.Now()
-			if err := e.Signal("etcd-kvstore", syscall.SIGSTOP); err != nil {
+			cont, err := e.Stop("etcd-kvstore")
+			if err != nil {
 				return err
 			}
-			cont := func() { _ = e.Signal("etcd-kvstore", syscall.SIGCONT) }
 			defer cont()
 			s.Report.figure("/readyz false", Until(ctx, pause, func() bool { return !e.Ready(Main) }), "SIGSTOP")
 			sleepCtx(ctx, pause-time.Since(t))
@@ -211,10 +211,10 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 				return fmt.Errorf("probe store not Ready before the pause")
 			}
 			t0 := time.Now()
-			if err := e.Signal(leader.Name, syscall.SIGSTOP); err != nil {
+			cont, err := e.Stop(leader.Name)
+			if err != nil {
 				return err
 			}
-			cont := func() { _ = e.Signal(leader.Name, syscall.SIGCONT) }
 			defer cont()
 			failover := Until(ctx, pause, func() bool { return e.Leading(other) })
 			s.Report.figure("failover (the other replica leads)", failover, "SIGSTOP of the leader")
@@ -345,13 +345,17 @@ func compaction(ctx context.Context, e *Env, outDir string) *Report {
 				return err
 			}
 			defer etcd.Close()
-			// The oldest resourceVersion of the run: a watch from it after
-			// the compaction must get 410 Gone, never a partial history.
-			list, err := e.KVS.KvstoreV1alpha1().KeyValueStores(s.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
+			// The oldest resourceVersion of the run (where its first watch
+			// started): compacted away below.
+			oldRV := ""
+			for _, seg := range s.Workload.History().Segments {
+				if seg.Index == 0 && (oldRV == "" || seg.FromRV < oldRV) {
+					oldRV = seg.FromRV
+				}
 			}
-			oldRV := list.ResourceVersion
+			if oldRV == "" {
+				return fmt.Errorf("no watch started during the warm-up")
+			}
 			t := time.Now()
 			for i := range 2 {
 				c, cancel := context.WithTimeout(ctx, 10*time.Second)
