@@ -80,7 +80,9 @@ func NewEnv(s *framework.Stack, log io.Writer, short bool) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	// 5s: above the server's 2s etcd readiness check, so that /readyz
+	// answers (503) rather than times out while etcd is gone.
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: "localhost", MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}
@@ -180,6 +182,34 @@ func (e *Env) LocalUp(ctx context.Context, args ...string) error {
 		return fmt.Errorf("local-up.sh %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// Supervise restarts, as a kubelet would, any of replicas that exits
+// until the returned stop function is called; stop reports which replicas
+// it restarted.
+func (e *Env) Supervise(ctx context.Context, replicas ...Replica) (stop func() []string) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan []string)
+	go func() {
+		var restarted []string
+		for ctx.Err() == nil {
+			for _, r := range replicas {
+				if !e.Alive(r.Name) && ctx.Err() == nil {
+					e.logf("supervisor: %s exited", r.Name)
+					if err := e.Restart(ctx, r.Name); err != nil {
+						e.logf("supervisor: %v", err)
+					}
+					restarted = append(restarted, r.Name)
+				}
+			}
+			sleepCtx(ctx, 500*time.Millisecond)
+		}
+		done <- restarted
+	}()
+	return func() []string {
+		cancel()
+		return <-done
+	}
 }
 
 // Restart starts component name again with its recorded command line.
