@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -184,10 +185,18 @@ func (e *Env) LocalUp(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// Supervise restarts, as a kubelet would, any of replicas that exits
+// Supervise restarts, as a kubelet would, any of replicas (those running
+// now) that exits
 // until the returned stop function is called; stop reports which replicas
 // it restarted.
 func (e *Env) Supervise(ctx context.Context, replicas ...Replica) (stop func() []string) {
+	var running []Replica
+	for _, r := range replicas {
+		if e.Alive(r.Name) {
+			running = append(running, r)
+		}
+	}
+	replicas = running
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan []string)
 	go func() {
@@ -199,7 +208,9 @@ func (e *Env) Supervise(ctx context.Context, replicas ...Replica) (stop func() [
 					if err := e.Restart(ctx, r.Name); err != nil {
 						e.logf("supervisor: %v", err)
 					}
-					restarted = append(restarted, r.Name)
+					if !slices.Contains(restarted, r.Name) {
+						restarted = append(restarted, r.Name)
+					}
 				}
 			}
 			sleepCtx(ctx, 500*time.Millisecond)

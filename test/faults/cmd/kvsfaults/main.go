@@ -30,6 +30,11 @@ func main() {
 		knownFlag = flag.String("known-findings", "", "comma-separated scenarios whose findings are documented as found, fix pending: reported, but they do not fail the run")
 	)
 	flag.Parse()
+	// Absolute: the stack's kubeconfigs name certificate files by path, and
+	// kubectl resolves relative ones against the kubeconfig's directory.
+	if abs, err := filepath.Abs(*out); err == nil {
+		*out = abs
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	start := time.Now()
@@ -105,6 +110,10 @@ func run(ctx context.Context, short bool, only, known []string, out string) ([]*
 			return nil, err
 		}
 		startedB := !env.Alive(scenario.B.Name)
+		if err := env.EnsureReplicaB(ctx); err != nil {
+			stack.Stop(context.Background(), os.Stderr)
+			return nil, err
+		}
 		for _, s := range shared {
 			if ctx.Err() != nil {
 				break
