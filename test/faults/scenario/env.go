@@ -32,7 +32,8 @@ import (
 
 // Replica is one kvstore-apiserver process of the stack. Main is the one
 // the APIService reaches (the local overlay's ExternalName service points at
-// 127.0.0.1:8443); B runs beside it, on the same etcd and Lease.
+// 127.0.0.1:8443); B runs beside it, on the same etcd and Lease (port 8446:
+// the e2e leader-election test uses 8444 and 8445).
 type Replica struct {
 	Name string
 	Port int
@@ -40,7 +41,7 @@ type Replica struct {
 
 var (
 	Main = Replica{"kvstore-apiserver", 8443}
-	B    = Replica{"kvstore-apiserver-b", 8444}
+	B    = Replica{"kvstore-apiserver-b", 8446}
 )
 
 // Env is a running local stack and clients of it.
