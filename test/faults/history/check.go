@@ -164,7 +164,9 @@ func checkPreconditions(h History) []Violation {
 			k := key{op.Object, op.PreconditionRV}
 			byPrecondition[k] = append(byPrecondition[k], op)
 		}
-		if op.RV != "" {
+		// A delete of a store that is already terminating changes nothing
+		// and returns the store as it is: it may share a resourceVersion.
+		if op.RV != "" && op.Kind != Delete {
 			k := key{op.Object, op.RV}
 			byResult[k] = append(byResult[k], op)
 		}

@@ -176,6 +176,17 @@ func TestSameResultRV(t *testing.T) {
 	mustFail(t, x.h, "returned the same rv 12", CheckPrecondition)
 }
 
+func TestRepeatedDeleteMayShareRV(t *testing.T) {
+	x := &b{}
+	x.create(1, "a", "a1", "10", 0, 10).
+		op(Op{Client: 1, Kind: Delete, Object: "a", Found: true, ReadValue: "a1", Terminating: true, RV: "11"}, 20, 30).
+		op(Op{Client: 2, Kind: Delete, Object: "a", Found: true, ReadValue: "a1", Terminating: true, RV: "11"}, 40, 50).
+		finalGone("a")
+	if res := Check(x.h, time.Second); !res.OK() {
+		t.Fatalf("a second delete of a terminating store is fine: %v", res.Violations)
+	}
+}
+
 func TestStaleRead(t *testing.T) {
 	x := &b{}
 	x.create(1, "a", "a1", "10", 0, 10).
