@@ -57,8 +57,8 @@ func (e *Env) Run(ctx context.Context, name, title, outDir string, shape Shape, 
 	defer func() {
 		rep.Seconds = time.Since(rep.Start).Round(time.Second).Seconds()
 		rep.finish()
-		e.logf("%s: passed=%v requests=%d ok=%d failed=%d unknown=%d lost=%d linearizable=%s violations=%d",
-			name, rep.Passed, rep.Counts.Attempted, rep.Counts.OK, rep.Counts.Failed, rep.Counts.Unknown, rep.WritesLost, rep.Linearizability, len(rep.Violations))
+		e.logf("%s: requests=%d ok=%d failed=%d unknown=%d lost=%d linearizable=%s violations=%d findings=%d error=%q",
+			name, rep.Counts.Attempted, rep.Counts.OK, rep.Counts.Failed, rep.Counts.Unknown, rep.WritesLost, rep.Linearizability, len(rep.Violations), len(rep.Findings), rep.Error)
 	}()
 	e.logf("=== %s: %s", name, title)
 	ns := fmt.Sprintf("faults-%s-%d", name, time.Now().Unix())
