@@ -36,6 +36,7 @@ func All() []Scenario {
 		{Name: "kill-etcd", Title: "kill -9 of the kvstore etcd (single member), restarted", Run: killEtcd},
 		{Name: "pause-etcd", Title: "kvstore etcd SIGSTOP longer than the request timeout, then SIGCONT", Run: pauseEtcd},
 		{Name: "leader-pause", Title: "controller leader SIGSTOP longer than the lease, then SIGCONT", Run: leaderPause},
+		{Name: "leader-sigterm", Title: "controller leader stopped gracefully (SIGTERM), restarted", Run: leaderSIGTERM},
 		{Name: "compaction", Title: "kvstore etcd compaction while watches are open", Run: compaction},
 		{Name: "kube-apiserver-restart", Title: "kube-apiserver restarted", Run: kubeAPIServerRestart},
 		{Name: "etcd3-kill-member", Title: "three-member kvstore etcd, the leader member killed and restarted", Own: true, Run: etcd3KillMember},
@@ -242,7 +243,44 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 			}
 			s.Report.fact("new leader acquired the Lease at", acquired.Format(time.RFC3339Nano))
 			s.Report.figure("Lease acquired by the new leader", acquired.Sub(t0), "SIGSTOP of the leader")
-			return e.dualWrites(s, leader, t0, t1, acquired)
+			return e.dualWrites(s, leader, t0, t1, "SIGCONT", acquired)
+		})
+}
+
+func leaderSIGTERM(ctx context.Context, e *Env, outDir string) *Report {
+	if err := e.EnsureReplicaB(ctx); err != nil {
+		return &Report{Name: "leader-sigterm", Error: err.Error()}
+	}
+	return e.Run(ctx, "leader-sigterm", "controller leader stopped gracefully (SIGTERM: the Lease is released), then restarted", outDir, e.DefaultShape(),
+		func(ctx context.Context, s *Session) error {
+			var leader Replica
+			if Until(ctx, 2*leaseDuration, func() bool { var ok bool; leader, ok = e.Leader(Main, B); return ok }) < 0 {
+				return fmt.Errorf("no single leader among %s and %s", Main.Name, B.Name)
+			}
+			other := B
+			if leader == B {
+				other = Main
+			}
+			s.Report.fact("stopped leader", leader.Name)
+			t0 := time.Now()
+			if err := e.Signal(leader.Name, syscall.SIGTERM); err != nil {
+				return err
+			}
+			s.Report.figure("graceful failover (the other replica leads)", Since(ctx, t0, leaseDuration+10*time.Second, func() bool { return e.Leading(other) }), "SIGTERM of the leader")
+			s.Report.figure("the old leader exits", Since(ctx, t0, time.Minute, func() bool { return !e.Alive(leader.Name) }), "SIGTERM of the leader")
+			if _, err := e.EnsureReplicas(ctx, Main, B); err != nil {
+				return err
+			}
+			tr := time.Now()
+			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "old leader restarted")
+			acquired, holder := e.leaseAcquired(ctx)
+			s.Report.fact("Lease holder after the hand-over", holder)
+			if acquired.IsZero() {
+				return fmt.Errorf("cannot read the Lease's acquireTime")
+			}
+			s.Report.figure("Lease acquired by the new leader", acquired.Sub(t0), "SIGTERM of the leader")
+			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-sigterm", tr, 90*time.Second), "old leader restarted")
+			return e.dualWrites(s, leader, t0, t0, "SIGTERM", acquired)
 		})
 }
 
@@ -280,7 +318,7 @@ func (e *Env) leaseAcquired(ctx context.Context) (time.Time, string) {
 
 // dualWrites reads both audit logs for writes the old leader's controller
 // made to workload objects after the new leader acquired the Lease.
-func (e *Env) dualWrites(s *Session, old Replica, paused, resumed, acquired time.Time) error {
+func (e *Env) dualWrites(s *Session, old Replica, paused, resumed time.Time, resumedBy string, acquired time.Time) error {
 	logs := filepath.Join(e.Stack.Dir, "logs")
 	after := func(w AuditWrite) bool { return w.Received.After(acquired) }
 	kube, err := AuditWrites(filepath.Join(logs, "kube-apiserver-audit.log"), func(w AuditWrite) bool {
@@ -324,15 +362,15 @@ func (e *Env) dualWrites(s *Session, old Replica, paused, resumed, acquired time
 	if len(all) > 0 {
 		active = last.Sub(resumed)
 	}
-	s.Report.figure("old leader writing while another leads (last write after SIGCONT)", active, "SIGCONT")
+	s.Report.figure("old leader writing while another leads (last write after "+resumedBy+")", active, resumedBy)
 	if len(all) > 0 {
 		if len(lines) > 8 {
 			lines = append(lines[:8], fmt.Sprintf("... %d more in the audit logs", len(lines)-8))
 		}
 		s.Report.fact("old leader's late writes", strings.Join(lines, "; "))
 		s.Report.Findings = append(s.Report.Findings, fmt.Sprintf(
-			"dual writer: %s, resumed after the other replica had acquired the Lease, wrote %d times (%d accepted) to workload objects, for %s after SIGCONT (%s after the other replica acquired the Lease)",
-			old.Name, len(all), accepted, active.Round(time.Millisecond), window.Round(time.Millisecond)))
+			"dual writer: %s wrote %d times (%d accepted) to workload objects after the other replica had acquired the Lease, for %s after %s (%s after the other replica acquired the Lease)",
+			old.Name, len(all), accepted, active.Round(time.Millisecond), resumedBy, window.Round(time.Millisecond)))
 	}
 	return nil
 }
