@@ -5,6 +5,7 @@ go 1.26.0
 godebug default=go1.26
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/common v0.70.0
 	github.com/robfig/cron/v3 v3.0.1

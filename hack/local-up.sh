@@ -9,6 +9,22 @@
 #                           # running stack it starts only what is not running.
 #   hack/local-up.sh down   # stop a background stack (by PID files)
 #   hack/local-up.sh restart-kvstore   # rebuild-and-restart only kvstore-apiserver
+#   hack/local-up.sh restart NAME      # start NAME again with the command line it
+#                           # was started with (e.g. after a fault test killed it)
+#
+# KVSTORE_ETCD_MEMBERS=3 gives kvstore-apiserver a three-member etcd
+# (etcd-kvstore, etcd-kvstore-2, etcd-kvstore-3 on client ports 32381,
+# 32383, 32385) instead of one; every replica is given all three endpoints.
+# Use a fresh KVSTORE_LOCAL_DIR when changing it: an etcd data dir keeps its
+# cluster membership.
+#
+# kube-apiserver writes an audit log (logs/kube-apiserver-audit.log: writes
+# to the core, apps, policy and batch groups and to Leases, at Metadata
+# level), and each kvstore-apiserver replica one of the writes its
+# controller makes through its loopback client (logs/NAME-audit.log). A
+# replica other than kvstore-apiserver runs through a symlink named after it
+# (_output/local/bin/NAME), so its client's default user agent, and so the
+# audit log, tells its writes apart from the other replicas'.
 #
 # A PID file is trusted only while the process it names still has the
 # command line recorded when it was started (pids/NAME.cmdline): a PID that
@@ -35,6 +51,8 @@ KCM_PORT=10257
 SCHEDULER_PORT=10259
 KWOK_PORT=10247
 NODES=${KVSTORE_LOCAL_NODES:-3}
+KVSTORE_ETCD_MEMBERS=${KVSTORE_ETCD_MEMBERS:-1}
+[[ "${KVSTORE_ETCD_MEMBERS}" == 1 || "${KVSTORE_ETCD_MEMBERS}" == 3 ]] || { echo "local-up: KVSTORE_ETCD_MEMBERS must be 1 or 3" >&2; exit 1; }
 
 log() { echo ">> $*" >&2; }
 die() { echo "local-up: $*" >&2; exit 1; }
@@ -153,7 +171,7 @@ stop_one() {
 # Clients first, then kube-apiserver, then the etcds: each then exits quickly.
 stop_order() {
   (cd "${PIDS}" 2>/dev/null && ls kvstore-apiserver*.pid 2>/dev/null | sed 's/\.pid$//') || true
-  echo kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kube
+  echo kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kvstore-2 etcd-kvstore-3 etcd-kube
 }
 
 down() {
@@ -200,17 +218,78 @@ start_etcd_kube() {
     --initial-cluster "etcd-kube=http://127.0.0.1:$((port + 1))"
 }
 
+# kvstore_etcd_members: the names of the kvstore etcd's members.
+kvstore_etcd_members() {
+  echo etcd-kvstore
+  if (( KVSTORE_ETCD_MEMBERS == 3 )); then echo etcd-kvstore-2 etcd-kvstore-3; fi
+}
+
+# kvstore_etcd_port NAME: the client port of a kvstore etcd member.
+kvstore_etcd_port() {
+  case "$1" in
+    etcd-kvstore) echo "${KVSTORE_ETCD_PORT}" ;;
+    etcd-kvstore-2) echo $((KVSTORE_ETCD_PORT + 2)) ;;
+    etcd-kvstore-3) echo $((KVSTORE_ETCD_PORT + 4)) ;;
+  esac
+}
+
+# kvstore_etcd_servers: the client URLs of every member, comma-separated.
+kvstore_etcd_servers() {
+  local m urls=()
+  for m in $(kvstore_etcd_members); do urls+=("https://127.0.0.1:$(kvstore_etcd_port "$m")"); done
+  (IFS=,; echo "${urls[*]}")
+}
+
 # kvstore-apiserver's etcd, as in artifacts/base: TLS on the client and peer
-# ports, and only certificates of its own CA get in.
+# ports, and only certificates of its own CA get in. start_etcd_kvstore NAME
+# starts one member (of one or of three).
 start_etcd_kvstore() {
-  local port=${KVSTORE_ETCD_PORT} c="${CERTS}/kvstore-etcd"
-  start_etcd etcd-kvstore "${port}" \
+  local name=${1:-etcd-kvstore} c="${CERTS}/kvstore-etcd" m cluster=()
+  local port
+  port=$(kvstore_etcd_port "${name}")
+  for m in $(kvstore_etcd_members); do cluster+=("${m}=https://127.0.0.1:$(($(kvstore_etcd_port "$m") + 1))"); done
+  start_etcd "${name}" "${port}" \
     --listen-client-urls "https://127.0.0.1:${port}" --advertise-client-urls "https://127.0.0.1:${port}" \
     --cert-file "${c}-server.crt" --key-file "${c}-server.key" --trusted-ca-file "${c}-ca.crt" --client-cert-auth \
     --listen-peer-urls "https://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "https://127.0.0.1:$((port + 1))" \
     --peer-cert-file "${c}-peer.crt" --peer-key-file "${c}-peer.key" --peer-trusted-ca-file "${c}-ca.crt" \
     --peer-client-cert-auth --peer-cert-allowed-cn kvstore-etcd-peer \
-    --initial-cluster "etcd-kvstore=https://127.0.0.1:$((port + 1))"
+    --initial-cluster "$(IFS=,; echo "${cluster[*]}")" --initial-cluster-state new
+}
+
+# write_audit_policies: kube-apiserver's (writes of workload objects and
+# Leases) and kvstore-apiserver's (its controller's writes, which come
+# through the loopback client as system:apiserver). Metadata level: who,
+# what, when, with which user agent; no bodies.
+write_audit_policies() {
+  cat > "${STATE}/audit-policy.yaml" <<EOT
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  resources: [{group: "", resources: [events]}]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+  resources:
+  - {group: ""}
+  - {group: apps}
+  - {group: policy}
+  - {group: batch}
+  - {group: coordination.k8s.io, resources: [leases]}
+- level: None
+EOT
+  cat > "${STATE}/kvstore-audit-policy.yaml" <<EOT
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:apiserver"]
+  verbs: [create, update, patch, delete, deletecollection]
+  resources: [{group: kvstore.io}]
+- level: None
+EOT
 }
 
 # KUBE_APISERVER_EXTRA_FLAGS, e.g.
@@ -236,7 +315,9 @@ start_kube_apiserver() {
     --requestheader-group-headers X-Remote-Group \
     --requestheader-extra-headers-prefix X-Remote-Extra- \
     --proxy-client-cert-file "${CERTS}/front-proxy-client.crt" --proxy-client-key-file "${CERTS}/front-proxy-client.key" \
-    --enable-aggregator-routing=false ${KUBE_APISERVER_EXTRA_FLAGS:-}
+    --enable-aggregator-routing=false \
+    --audit-policy-file "${STATE}/audit-policy.yaml" --audit-log-path "${LOGS}/kube-apiserver-audit.log" \
+    --audit-log-format json --audit-log-mode blocking ${KUBE_APISERVER_EXTRA_FLAGS:-}
 }
 
 start_kube_controller_manager() {
@@ -270,13 +351,23 @@ start_kwok() {
 }
 
 # start_kvstore NAME PORT [FLAGS...]: a kvstore-apiserver replica on the
-# stack's kvstore etcd, with that etcd's client certificate.
+# stack's kvstore etcd, with that etcd's client certificate. Replicas other
+# than kvstore-apiserver run through a symlink named NAME: the user agent of
+# their clients starts with NAME.
 start_kvstore() {
   local name=$1 port=$2; shift 2
-  start "${name}" "${BIN}/kvstore-apiserver" \
+  local exe="${BIN}/kvstore-apiserver"
+  if [[ "${name}" != kvstore-apiserver ]]; then
+    mkdir -p "${STATE}/bin"
+    ln -sfn "${exe}" "${STATE}/bin/${name}"
+    exe="${STATE}/bin/${name}"
+  fi
+  start "${name}" "${exe}" \
     --bind-address 127.0.0.1 --secure-port "${port}" \
     --tls-cert-file "${CERTS}/kvstore-apiserver-serving.crt" --tls-private-key-file "${CERTS}/kvstore-apiserver-serving.key" \
-    --etcd-servers "https://127.0.0.1:${KVSTORE_ETCD_PORT}" \
+    --etcd-servers "$(kvstore_etcd_servers)" \
+    --audit-policy-file "${STATE}/kvstore-audit-policy.yaml" --audit-log-path "${LOGS}/${name}-audit.log" \
+    --audit-log-format json --audit-log-mode blocking \
     --etcd-cafile "${CERTS}/kvstore-etcd-ca.crt" \
     --etcd-certfile "${CERTS}/kvstore-etcd-client.crt" --etcd-keyfile "${CERTS}/kvstore-etcd-client.key" \
     --kubeconfig "${STATE}/kvstore-apiserver.kubeconfig" \
@@ -292,6 +383,7 @@ up() {
   local t0=${SECONDS}
   mkdir -p "${LOGS}" "${PIDS}"
   make_certs "${CERTS}"
+  write_audit_policies
   local k="https://127.0.0.1:${KUBE_APISERVER_PORT}" n
   make_kubeconfig "${KUBECONFIG_ADMIN}" "$k" "${CERTS}/ca.crt" "${CERTS}/admin.crt" "${CERTS}/admin.key"
   for n in kube-controller-manager kube-scheduler kwok kvstore-apiserver; do
@@ -299,8 +391,10 @@ up() {
   done
 
   ensure etcd-kube start_etcd_kube
-  ensure etcd-kvstore start_etcd_kvstore
-  wait_for "etcd (kvstore) /health" 30 curl -fs "http://127.0.0.1:$((KVSTORE_ETCD_PORT + 100))/health"
+  for n in $(kvstore_etcd_members); do ensure "${n}" start_etcd_kvstore "${n}"; done
+  for n in $(kvstore_etcd_members); do
+    wait_for "etcd (${n}) /health" 30 curl -fs "http://127.0.0.1:$(($(kvstore_etcd_port "$n") + 100))/health"
+  done
   ensure kube-apiserver start_kube_apiserver
   wait_for "kube-apiserver /readyz" 90 kubectl get --raw /readyz
 
@@ -454,5 +548,18 @@ case "${1:-}" in
     wait_for "APIService Available" 90 kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.kvstore.io apiservice/v1alpha1.kvstore.io
     check_started
     ;;
-  *) echo "usage: $0 run|up|down|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
+  restart)
+    # restart NAME: stop NAME if it runs, then start it again with the
+    # command line recorded when it was last started (its previous log is
+    # kept as logs/NAME.log.<time>). Used by the fault tests after a kill -9.
+    [[ $# -ge 2 ]] || die "usage: $0 restart NAME"
+    name=$2
+    [[ "${name}" =~ ^[a-z0-9-]+$ ]] || die "restart: bad name ${name}"
+    [[ -f "${PIDS}/${name}.cmdline" ]] || die "restart: ${name} was never started here (no ${PIDS}/${name}.cmdline)"
+    mapfile -d '' cmd < "${PIDS}/${name}.cmdline"
+    stop_one "${name}"
+    if [[ -f "${LOGS}/${name}.log" ]]; then mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$(date +%s%N)"; fi
+    start "${name}" "${cmd[@]}"
+    ;;
+  *) echo "usage: $0 run|up|down|restart NAME|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
 esac

@@ -222,3 +222,7 @@ func WaitFor(ctx context.Context, timeout time.Duration, cond func(context.Conte
 		}
 	}
 }
+
+// Owned says whether EnsureStack brought the stack up (and Stop will tear
+// it down), rather than reusing a running one.
+func (s *Stack) Owned() bool { return s.started }

@@ -1,0 +1,64 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const auditSample = `{"kind":"Event","level":"Metadata","stage":"ResponseComplete","verb":"patch","user":{"username":"kvstore-apiserver"},"userAgent":"kvstore-apiserver-b/v0.0.0 (linux/amd64) kubernetes/$Format/kvstore-controller","objectRef":{"resource":"statefulsets","namespace":"ns","name":"s1","apiGroup":"apps"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-30T23:28:17.408336Z"}
+{"kind":"Event","level":"Metadata","stage":"ResponseComplete","verb":"patch","user":{"username":"kvstore-apiserver"},"userAgent":"kvstore-apiserver/v0.0.0 (linux/amd64) kubernetes/$Format/kvstore-controller","objectRef":{"resource":"statefulsets","namespace":"ns","name":"s1","apiGroup":"apps"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-30T23:28:18Z"}
+{"kind":"Event","level":"Metadata","stage":"ResponseComplete","verb":"update","user":{"username":"kvstore-apiserver"},"userAgent":"kvstore-apiserver-b/v0.0.0 (linux/amd64) kubernetes/$Format/kvstore-controller","objectRef":{"resource":"leases","namespace":"kvstore-system","name":"kvstore-controller","apiGroup":"coordination.k8s.io"},"responseStatus":{"code":409},"requestReceivedTimestamp":"2026-11-30T23:28:18Z"}
+{"kind":"Event","level":"Metadata","stage":"ResponseStarted","verb":"patch","userAgent":"kvstore-apiserver-b/x","objectRef":{"resource":"services","namespace":"ns","name":"s1"},"requestReceivedTimestamp":"2026-11-30T23:28:19Z"}
+{"kind":"Event","level":"Metadata","stage":"ResponseComplete","verb":"get","userAgent":"kvstore-apiserver-b/x","objectRef":{"resource":"services","namespace":"ns","name":"s1"},"requestReceivedTimestamp":"2026-11-30T23:28:19Z"}
+{"kind":"Event","level":"Metadata","stage":"ResponseComplete","verb":"update","user":{"username":"system:apiserver"},"userAgent":"kvstore-apiserver-b/x","objectRef":{"resource":"keyvaluestores","subresource":"status","namespace":"ns","name":"kv-1"},"responseStatus":{"code":409},"requestReceivedTimestamp":"2026-11-30T23:28:20Z"}
+not json
+`
+
+func TestAuditWritesByReplica(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(auditSample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := AuditWrites(path, ByReplica(B))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Lease (not a workload object), the other replica's write, the
+	// unfinished stage and the read are left out.
+	if len(got) != 2 || got[0].Resource != "statefulsets" || got[0].Code != 200 || got[1].Resource != "keyvaluestores/status" || got[1].User != "system:apiserver" {
+		t.Fatalf("got %v", got)
+	}
+	want := time.Date(2026, 11, 30, 23, 28, 17, 408336000, time.UTC)
+	if !got[0].Received.Equal(want) {
+		t.Errorf("received %s, want %s", got[0].Received, want)
+	}
+	main, _ := AuditWrites(path, ByReplica(Main))
+	if len(main) != 1 || main[0].Received.Second() != 18 {
+		t.Fatalf("main replica: %v", main)
+	}
+}
+
+func TestMarkdownAndPassed(t *testing.T) {
+	ok := &Report{Name: "a", Title: "A", Linearizability: "Ok"}
+	ok.figure("x", 1500*time.Millisecond, "fault")
+	ok.figure("never", -1, "fault")
+	ok.finish()
+	bad := &Report{Name: "b", Title: "B", Linearizability: "Ok", Findings: []string{"dual writer"}}
+	bad.finish()
+	known := &Report{Name: "c", Title: "C", Linearizability: "Ok", Findings: []string{"dual writer"}, Known: true}
+	known.finish()
+	lost := &Report{Name: "d", Title: "D", Linearizability: "Ok", WritesLost: 1}
+	lost.finish()
+	if !ok.Passed || bad.Passed || !known.Passed || lost.Passed {
+		t.Fatalf("passed: ok=%v bad=%v known=%v lost=%v", ok.Passed, bad.Passed, known.Passed, lost.Passed)
+	}
+	md := Markdown([]*Report{ok, bad, known}, time.Minute)
+	for _, want := range []string{"| a | PASS |", "| b | **FAIL** |", "| c | PASS (known finding) |", "| x | 1.500 | fault |", "| never | never | fault |", "**Finding**: dual writer"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
