@@ -31,7 +31,7 @@ test-fuzz: ## Every fuzz target for FUZZTIME (default 2m) each.
 
 # Scenarios whose findings docs/reliability.md documents as "found, fix
 # pending": they are reported, but do not fail the run. Empty it to enforce.
-FAULTS_KNOWN ?= leader-pause,kube-apiserver-restart
+FAULTS_KNOWN ?=
 # How long test-faults then runs each fuzz target (0 skips them).
 FAULTS_FUZZTIME ?= 30s
 

@@ -33,7 +33,7 @@ e2e()         { go test -count=1 -timeout 30m ./test/e2e/...; }
 bench_quick() { go run ./test/bench/cmd/kvsbench --quick; }
 
 # Findings documented in docs/reliability.md as found, fix pending.
-FAULTS_KNOWN=${FAULTS_KNOWN-leader-pause,kube-apiserver-restart}
+FAULTS_KNOWN=${FAULTS_KNOWN-}
 faults() {
   go run ./test/faults/cmd/kvsfaults --known-findings "${FAULTS_KNOWN}" "$@"
   if [[ "${FAULTS_FUZZTIME:-30s}" != 0 ]]; then fuzz "${FAULTS_FUZZTIME:-30s}"; fi

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,67 +50,98 @@ func NewWatchdog() *leaderelection.HealthzAdaptor {
 	return leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 }
 
-// Run blocks until ctx ends: with leader election it runs the controller
-// only while this replica leads, and exits the process if it loses the Lease.
+// Run blocks until ctx ends. With leader election it runs the controller
+// only while this replica leads, behind a fence that refuses its writes as
+// soon as its last renewal of the Lease is older than the renew deadline.
+// Losing the Lease stops the controller and the replica stands for election
+// again: the process, which also serves the API, keeps running (a
+// kube-apiserver outage longer than the renew deadline must not take the
+// aggregated API down with it).
 func (cfg Config) Run(ctx context.Context) error {
 	registerMetrics()
 	logger := klog.FromContext(ctx).WithName("controller")
-	kube, kvs, err := cfg.clients()
-	if err != nil {
-		return err
-	}
 	if !cfg.LeaderElection.LeaderElect {
+		kube, kvs, err := cfg.clients(nil)
+		if err != nil {
+			return err
+		}
 		return cfg.runController(ctx, kube, kvs)
 	}
 
+	le := cfg.LeaderElection
+	f := newFence(le.RenewDeadline.Duration)
+	kube, kvs, err := cfg.clients(f)
+	if err != nil {
+		return err
+	}
+	// The Lease itself is written through a client without the fence.
+	lockClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Kube), FieldManager+"-leader-election"))
+	if err != nil {
+		return fmt.Errorf("leader election client: %w", err)
+	}
 	hostname, _ := os.Hostname()
 	identity := hostname + "_" + string(uuid.NewUUID())
-	le := cfg.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		lockClient.CoreV1(), lockClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            le.ResourceName,
-		LeaseDuration:   le.LeaseDuration.Duration,
-		RenewDeadline:   le.RenewDeadline.Duration,
-		RetryPeriod:     le.RetryPeriod.Duration,
-		ReleaseOnCancel: true,
-		WatchDog:        cfg.Watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Became leader; starting the controller", "identity", identity)
-				if err := cfg.runController(ctx, kube, kvs); err != nil {
-					// Holding the Lease without a controller would stop
-					// every store's reconciles: let another replica lead.
-					logger.Error(err, "Controller failed; exiting")
-					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-				}
+	// term is held while a controller runs: a new term never starts while
+	// the previous one's controller still runs.
+	var term sync.Mutex
+	for ctx.Err() == nil {
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            fencedLock{Interface: lock, fence: f},
+			Name:            le.ResourceName,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			WatchDog:        cfg.Watchdog,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					term.Lock()
+					defer term.Unlock()
+					logger.Info("Became leader; starting the controller", "identity", identity)
+					if err := cfg.runController(ctx, kube, kvs); err != nil {
+						// Holding the Lease without a controller would stop
+						// every store's reconciles: let another replica lead.
+						logger.Error(err, "Controller failed; exiting")
+						klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+					}
+				},
+				OnStoppedLeading: func() {
+					f.close()
+					if ctx.Err() != nil {
+						logger.Info("Shutting down; leader Lease released", "identity", identity)
+						return
+					}
+					logger.Error(nil, "Lost the leader Lease; controller stopped, its writes fenced off; standing for election again", "identity", identity)
+				},
+				OnNewLeader: func(id string) {
+					if id != identity {
+						logger.Info("Another replica leads", "leader", id)
+					}
+				},
 			},
-			OnStoppedLeading: func() {
-				if ctx.Err() != nil {
-					logger.Info("Shutting down; leader Lease released", "identity", identity)
-					return
-				}
-				// Another replica may already be writing: stop at once.
-				logger.Error(nil, "Lost the leader Lease; exiting so that only one controller writes", "identity", identity)
-				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-			},
-			OnNewLeader: func(id string) {
-				if id != identity {
-					logger.Info("Another replica leads", "leader", id)
-				}
-			},
-		},
-	})
+		})
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		elector.Run(ctx)
+	}
+	term.Lock() // the last term's controller has returned
+	defer term.Unlock()
 	return nil
 }
 
 // clients speak protobuf: smaller and cheaper than JSON on both wires.
-func (cfg Config) clients() (kubernetes.Interface, versioned.Interface, error) {
+// Both go through the fence f (nil: none) when leader election is on.
+func (cfg Config) clients(f *fence) (kubernetes.Interface, versioned.Interface, error) {
 	kubeConfig := rest.CopyConfig(cfg.Kube)
+	if f != nil {
+		kubeConfig.Wrap(f.wrap)
+	}
 	kubeConfig.ContentType = runtime.ContentTypeProtobuf
 	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kubeConfig = rest.AddUserAgent(kubeConfig, FieldManager)
@@ -122,6 +154,9 @@ func (cfg Config) clients() (kubernetes.Interface, versioned.Interface, error) {
 	loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// Loopback: gzip would only cost CPU at both ends of the same process.
 	loopback.DisableCompression = true
+	if f != nil {
+		loopback.Wrap(f.wrap)
+	}
 	kvs, err := versioned.NewForConfig(loopback)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kvstore client: %w", err)

@@ -1,0 +1,107 @@
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// fence keeps a replica that may no longer lead from writing. client-go's
+// leader election tells a replica it lost the Lease only after a whole renew
+// deadline of failed renewals: a process that was paused (SIGSTOP, a long GC
+// or VM stall) longer than the lease duration wakes up believing it leads
+// while another replica already does, and its workers write for up to that
+// renew deadline. The fence closes on the replica's own clock: writes pass
+// only within validFor of the start of the last successful acquire or renew
+// of the Lease. Other replicas can take the Lease no earlier than a lease
+// duration after they saw that renewal, so validFor (the renew deadline,
+// shorter than the lease duration) leaves the difference as margin for a
+// request in flight. A write sent before the fence closed can still land
+// after it; that is bounded by the request's own timeout.
+type fence struct {
+	mu       sync.Mutex
+	renewed  time.Time // start of the last successful acquire or renew; zero: not leading
+	validFor time.Duration
+	now      func() time.Time
+}
+
+func newFence(validFor time.Duration) *fence {
+	return &fence{validFor: validFor, now: time.Now}
+}
+
+// open reports nil if a write may go out now, else why not.
+func (f *fence) open() error {
+	if f == nil {
+		return nil // no leader election: the only writer
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.renewed.IsZero() {
+		return fmt.Errorf("not writing: this replica does not hold the controller's leader Lease")
+	}
+	if age := f.now().Sub(f.renewed); age >= f.validFor {
+		return fmt.Errorf("not writing: this replica last renewed the controller's leader Lease %s ago (more than %s); another replica may lead", age.Round(time.Millisecond), f.validFor)
+	}
+	return nil
+}
+
+func (f *fence) renewedAt(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renewed = t
+}
+
+func (f *fence) close() { f.renewedAt(time.Time{}) }
+
+// fencedLock records on the fence every successful acquire or renew of the
+// Lease by this replica, and closes it on a release.
+type fencedLock struct {
+	resourcelock.Interface
+	fence *fence
+}
+
+func (l fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.record(ler, func() error { return l.Interface.Create(ctx, ler) })
+}
+
+func (l fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.record(ler, func() error { return l.Interface.Update(ctx, ler) })
+}
+
+func (l fencedLock) record(ler resourcelock.LeaderElectionRecord, write func() error) error {
+	start := l.fence.now()
+	if ler.HolderIdentity != l.Identity() {
+		l.fence.close() // a release: from now on another replica may lead
+	}
+	err := write()
+	if err == nil && ler.HolderIdentity == l.Identity() {
+		l.fence.renewedAt(start)
+	}
+	return err
+}
+
+// fencedTransport refuses every request but reads while the fence is closed.
+type fencedTransport struct {
+	next  http.RoundTripper
+	fence *fence
+}
+
+func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if err := t.fence.open(); err != nil {
+			return nil, err
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+// wrap puts the fence in front of a client's transport.
+func (f *fence) wrap(rt http.RoundTripper) http.RoundTripper {
+	return fencedTransport{next: rt, fence: f}
+}
