@@ -22,9 +22,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -102,6 +104,7 @@ type config struct {
 	crdPath      string
 	out          string
 	keepCRD      bool
+	seed         uint64
 	// The controller phase: stores, replicas each, and how long to wait.
 	ctrlStores   int
 	ctrlReps     int
@@ -132,6 +135,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
 	fs.StringVar(&c.out, "out", filepath.Join(root, "_output", "bench"), "where results.json and results.md go")
 	fs.BoolVar(&c.keepCRD, "keep-crd", false, "leave the bench CRD installed at the end")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the column order of each phase and repetition (default: from the clock; the report records it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -254,6 +258,10 @@ type bench struct {
 	// (see scalePhase).
 	memBaseline *memSnap
 
+	// rng orders the columns of every phase and repetition (seeded by
+	// --seed, recorded with the order in meta).
+	rng *rand.Rand
+
 	contentTypes sync.Map
 	mu           sync.Mutex
 	problems     []string
@@ -290,7 +298,10 @@ func (b *bench) problem(format string, args ...interface{}) {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures()}
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures(), rng: rand.New(rand.NewPCG(cfg.seed, 0))}
 	crd, err := loadCRD(cfg.crdPath)
 	if err != nil {
 		return err
@@ -505,10 +516,16 @@ func (b *bench) connect(stack *framework.Stack) error {
 }
 
 // wire copies cfg for one wire format, recording the Content-Type of the
-// column's first response so the report can show what was really used. A
-// wrapped transport is not shared, so every column has its own connection.
+// column's first response so the report can show what was really used.
+//
+// client-go caches transports by TLS settings, so every config with the same
+// certificates would share one *http.Transport (one HTTP/2 connection per
+// server) whatever WrapTransport says. A Proxy function makes a config
+// uncacheable: each column then gets a transport, and a connection, of its
+// own. It returns no proxy, as the default would for 127.0.0.1.
 func (b *bench) wire(col string, cfg *rest.Config, proto bool) *rest.Config {
 	c := rest.CopyConfig(cfg)
+	c.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	if proto {
 		c.ContentType, c.AcceptContentTypes = ctProtobuf, ctProtobuf
 	} else {
@@ -763,6 +780,71 @@ func storedFormat(v []byte) string {
 	return "unknown"
 }
 
+// order returns the timed columns in this repetition's order for phase,
+// shuffled, and records it: a column measured first or last in every
+// repetition would carry the machine's drift alone.
+func (b *bench) order(phase string, rep int) []target {
+	ts := append([]target(nil), b.targets...)
+	b.rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID()
+	}
+	b.mu.Lock()
+	b.meta.Orders = append(b.meta.Orders, fmt.Sprintf("%s rep %d: %s", phase, rep, strings.Join(ids, ", ")))
+	b.mu.Unlock()
+	return ts
+}
+
+// featureGates compares the feature gates both API servers report and says
+// which per-request-cost setting each runs with.
+func featureGates(ctx context.Context, b *bench) ([]string, string) {
+	gates := map[string]map[string]string{}
+	for _, p := range []string{pKubeAPI, pKVSAPI} {
+		body, err := b.raw[p].metrics(ctx)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			rest, ok := strings.CutPrefix(line, "kubernetes_feature_enabled{")
+			if !ok {
+				continue
+			}
+			labels, value, _ := strings.Cut(rest, "} ")
+			name := ""
+			for _, kv := range strings.Split(labels, ",") {
+				if v, ok := strings.CutPrefix(kv, `name="`); ok {
+					name = strings.TrimSuffix(v, `"`)
+				}
+			}
+			if gates[name] == nil {
+				gates[name] = map[string]string{}
+			}
+			gates[name][p] = map[string]string{"1": "on", "0": "off"}[strings.TrimSpace(value)]
+		}
+	}
+	var diff []string
+	for name, v := range gates {
+		if v[pKubeAPI] != v[pKVSAPI] && v[pKubeAPI] != "" && v[pKVSAPI] != "" {
+			diff = append(diff, fmt.Sprintf("%s: kube-apiserver %s, kvstore-apiserver %s", name, v[pKubeAPI], v[pKVSAPI]))
+		}
+	}
+	sort.Strings(diff)
+	wlc := gates["WatchListCompression"]
+	compression := fmt.Sprintf("WatchListCompression is %s in kube-apiserver and %s in kvstore-apiserver (each server's default; the benchmark cannot change kube-apiserver's flags). "+
+		"It gzips watch-list streams (informers' initial list and every later event) for clients that accept gzip. The ops and watch phases use plain GET/PUT/watch requests, which it does not touch; "+
+		"LISTs are measured both with and without gzip; the controller phase's CPU includes it wherever an informer of a controller, of kube-controller-manager or of the operator watches kube-apiserver with client-go's defaults (gzip accepted)",
+		orUnknown(wlc[pKubeAPI]), orUnknown(wlc[pKVSAPI]))
+	return diff, compression
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
 // meta describes the machine and the run.
 type meta struct {
 	Mode        string      `json:"mode"`
@@ -782,6 +864,14 @@ type meta struct {
 	Config      string      `json:"config"`
 	Objects     objectSizes `json:"objects"`
 	WireFormats []string    `json:"wire_formats"`
+	Seed        uint64      `json:"seed"`
+	// Orders are the column orders used, one line per phase and repetition.
+	Orders []string `json:"orders"`
+	// FeatureGates are the gates whose state differs between kube-apiserver
+	// and kvstore-apiserver (from kubernetes_feature_enabled on /metrics).
+	FeatureGates []string `json:"feature_gates_differing"`
+	// Compression is what the report says about WatchListCompression.
+	Compression string `json:"compression"`
 }
 
 type objectSizes struct {
@@ -796,7 +886,7 @@ type objectSizes struct {
 
 func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 	m := meta{
-		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2, one connection per column; admin (system:masters, exempt from priority and fairness)",
+		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2; each timed column of the ops and watch phases has a transport and connection of its own (client-go's transport cache bypassed); the LIST variants of one server share one connection and run one after the other; admin (system:masters, exempt from priority and fairness)",
 		Mode:      "full",
 		// Not os.Args[0]: under `go run` (make bench) that is a temporary path.
 		Command:   strings.TrimSpace("kvsbench " + strings.Join(os.Args[1:], " ")),
@@ -852,6 +942,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.KVSBinary += fmt.Sprintf(", running since %s", st.ModTime().UTC().Format(time.RFC3339))
 		}
 	}
+	m.Seed = cfg.seed
+	m.FeatureGates, m.Compression = featureGates(ctx, b)
 	m.EtcdFsync = "on (no --unsafe-no-fsync)"
 	for _, n := range []string{pEtcdKube, pEtcdKVS} {
 		pid, err := b.procs.pid(n)
