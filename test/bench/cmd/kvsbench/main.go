@@ -105,8 +105,11 @@ type config struct {
 	out          string
 	keepCRD      bool
 	seed         uint64
+	systems      string
+	operatorBin  string
 	// The controller phase: stores, replicas each, and how long to wait.
 	ctrlStores   int
+	ctrlDeletes  int
 	ctrlReps     int
 	ctrlReplicas int
 	ctrlTimeout  time.Duration
@@ -128,6 +131,9 @@ func parseFlags(args []string) (config, error) {
 	phases := fs.String("phases", "ops,watch,scale,controller", "which phases to run")
 	ctrlStores := fs.Int("controller-stores", 0, "live stores the controller phase creates (default 1000, 5 with --quick)")
 	fs.IntVar(&c.ctrlReplicas, "controller-replicas", 3, "replicas of each store in the controller phase")
+	ctrlDeletes := fs.Int("controller-deletes", 0, "stores the controller phase then deletes, waiting until they are gone with their final backups done (default 100, 2 with --quick)")
+	fs.StringVar(&c.systems, "systems", sysKVS+","+sysOperatorFlag, "which systems the controller phase runs: "+sysKVS+" (with its embedded controller) and "+sysOperatorFlag+" (the CRD with test/bench/operator)")
+	fs.StringVar(&c.operatorBin, "operator-bin", filepath.Join(root, "_output", "bin", "kvsbench-operator"), "where the operator of test/bench/operator is built to and run from")
 	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
 	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
@@ -139,6 +145,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
 	pick := func(flagValue, full, quick int) int {
 		if flagValue > 0 {
 			return flagValue
@@ -155,10 +163,14 @@ func parseFlags(args []string) (config, error) {
 	c.watchWrites = pick(c.watchWrites, 100, 10)
 	c.listRepeat = pick(c.listRepeat, 3, 1)
 	c.ctrlStores = pick(*ctrlStores, 1000, 5)
+	c.ctrlDeletes = pick(*ctrlDeletes, 100, 2)
 	c.ctrlReps = pick(*ctrlReps, 3, 1)
 	c.idle, c.memSettle, c.steadyMemory = 5*time.Second, 90*time.Second, true
 	if c.quick {
 		c.idle, c.memSettle, c.steadyMemory = time.Second, 0, false
+		if !setFlags["controller-timeout"] {
+			c.ctrlTimeout = 3 * time.Minute
+		}
 	}
 	var err error
 	if c.watchers, err = intList(*watchers, "1,50,100", "1,10", c.quick); err != nil {
@@ -237,11 +249,16 @@ type bench struct {
 	lists   []listVariant
 	raw     map[string]*rawClient // by process, for /metrics and pprof
 
-	kube         kubernetes.Interface
-	dyn          dynamic.Interface
-	kvsDirect    kvsclient.KeyValueStoreInterface
-	kvsViaKube   versioned.Interface // protobuf, through the aggregator
-	ctrl         *controllerResult
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	kvsDirect  kvsclient.KeyValueStoreInterface
+	kvsViaKube versioned.Interface // protobuf, through the aggregator
+	// systems are the controller phase's; ctrl their results by name;
+	// ctrlUsed the namespaces they still hold, for the cleanup.
+	systems      []system
+	operator     *operatorSystem
+	ctrl         map[string]*controllerResult
+	ctrlUsed     map[string]system
 	crClient     dynamic.ResourceInterface
 	etcdKVS      *clientv3.Client
 	etcdKube     *clientv3.Client
@@ -301,7 +318,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.seed == 0 {
 		cfg.seed = uint64(time.Now().UnixNano())
 	}
-	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures(), rng: rand.New(rand.NewPCG(cfg.seed, 0))}
+	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures(), rng: rand.New(rand.NewPCG(cfg.seed, 0)),
+		ctrl: map[string]*controllerResult{}, ctrlUsed: map[string]system{}}
 	crd, err := loadCRD(cfg.crdPath)
 	if err != nil {
 		return err
@@ -310,13 +328,20 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
+	if cfg.phases["controller"] && strings.Contains(cfg.systems, sysOperatorFlag) {
+		// Before the stack is up: a first build of controller-runtime takes a while.
+		b.logf("building the operator into %s", cfg.operatorBin)
+		if err := buildOperator(ctx, cfg.operatorBin, os.Stderr); err != nil {
+			return err
+		}
+	}
 	stack, err := framework.EnsureStack(ctx, os.Stderr)
 	if err != nil {
 		return err
 	}
 	// A stack this run brought up is torn down even after an interrupt.
 	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
-	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids")}
+	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids"), extra: map[string]int{}}
 
 	if err := b.connect(stack); err != nil {
 		return err
@@ -346,6 +371,22 @@ func run(ctx context.Context, cfg config) (err error) {
 	}()
 	if err := b.probe(ctx); err != nil {
 		return err
+	}
+	if cfg.phases["controller"] {
+		for _, name := range strings.Split(cfg.systems, ",") {
+			switch strings.TrimSpace(name) {
+			case sysKVS:
+				b.systems = append(b.systems, kvsSystem{b})
+			case sysOperatorFlag:
+				b.operator = &operatorSystem{b: b, bin: cfg.operatorBin}
+				if err := b.operator.credentials(ctx, stack); err != nil {
+					return err
+				}
+				b.systems = append(b.systems, b.operator)
+			default:
+				return fmt.Errorf("--systems: unknown system %q", name)
+			}
+		}
 	}
 
 	for rep := 1; rep <= cfg.reps; rep++ {
@@ -675,13 +716,26 @@ func (b *bench) teardown(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	nss := []string{b.cfg.namespace, b.memNamespace()}
-	if b.ctrl != nil {
-		// Live stores: their teardown scales the data tier down first.
-		b.logf("cleaning up namespace %s (%d live stores) and the fake Nodes added", b.ctrlNamespace(), b.ctrl.Stores)
-		nss = append(nss, b.ctrlNamespace())
+	for ns, s := range b.ctrlUsed {
+		// Live stores left by a failed run. Nobody runs the operator now:
+		// its custom resources are released by the benchmark.
+		b.logf("cleaning up namespace %s of %s", ns, s.name())
+		if op, ok := s.(*operatorSystem); ok {
+			if err := op.releaseCRs(ctx); err != nil {
+				b.logf("cleanup: %v", err)
+			}
+		}
+		nss = append(nss, ns)
+	}
+	if len(b.systems) > 0 {
 		defer func() {
 			if err := b.removeBenchNodes(ctx); err != nil {
 				b.logf("cleanup: nodes: %v", err)
+			}
+			if b.operator != nil {
+				if err := b.operator.removeCredentials(ctx); err != nil {
+					b.logf("cleanup: operator credentials: %v", err)
+				}
 			}
 		}()
 	}
@@ -954,8 +1008,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
 		}
 	}
-	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d controller-reps=%d phases=%s",
-		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, cfg.ctrlReps, phaseList(cfg.phases))
+	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d controller-deletes=%d controller-reps=%d systems=%s phases=%s",
+		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, cfg.ctrlDeletes, cfg.ctrlReps, cfg.systems, phaseList(cfg.phases))
 	return m
 }
 

@@ -407,7 +407,7 @@ func (b *bench) report() error {
 		Figures    map[string]map[string]*figure `json:"figures"`
 		Targets    []check                       `json:"targets"`
 		Problems   []string                      `json:"problems"`
-		Controller *controllerResult             `json:"controller,omitempty"`
+		Controller map[string]*controllerResult  `json:"controller,omitempty"`
 	}{b.meta, b.figs.m, cs, b.problems, b.ctrl}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

@@ -41,6 +41,16 @@ func (r *KeyValueStoreReconciler) teardown(ctx context.Context, kvs *benchv1alph
 		{"TeardownScaleDownData", r.scaleDownData},
 		{"TeardownDeleteClaims", r.deleteClaims},
 	}
+	// In a namespace being deleted the namespace controller removes every
+	// Pod and claim itself and no backup Pod can start: ask for the
+	// scale-downs, skip the backup and the waits, and release the store
+	// (as kvstore-apiserver's teardown does).
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: kvs.Namespace}, ns); err == nil && !ns.DeletionTimestamp.IsZero() {
+		_, _ = r.scaleDownProxy(ctx, kvs)
+		_, _ = r.scaleDownData(ctx, kvs)
+		steps = nil
+	}
 	for _, s := range steps {
 		waiting, err := s.run(ctx, kvs)
 		if err != nil {
