@@ -205,8 +205,10 @@ func (b *bench) table(rows []row, cols []string, withRatios bool) string {
 type check struct {
 	Target string `json:"target"`
 	Want   string `json:"want"`
-	Best   side   `json:"best_vs_best"`
-	Like   side   `json:"like_for_like"`
+	// Higher says a larger value is better (a rate, a speed-up).
+	Higher bool `json:"higher_is_better"`
+	Best   side `json:"best_vs_best"`
+	Like   side `json:"like_for_like"`
 }
 
 // side is one reading of a check.
@@ -228,19 +230,28 @@ func verdict(s side) string {
 }
 
 // headline is the weaker of a check's two readings, named: a target counts
-// as met only if both are.
+// as met only if both readings meet it.
 func headline(c check) string {
 	switch {
-	case c.Best.Met == nil && c.Like.Met == nil:
+	case c.Best.Value == nil && c.Like.Value == nil:
 		return "not measured"
-	case c.Like.Met != nil && !*c.Like.Met:
-		return "**missed** (like for like)"
-	case c.Best.Met != nil && !*c.Best.Met:
-		return "**missed** (best vs best)"
-	case c.Best.Met == nil || c.Like.Met == nil:
-		return "**met** (one reading only)"
+	case c.Best.Value == nil:
+		return verdict(c.Like) + " (like for like; best vs best not measured)"
+	case c.Like.Value == nil:
+		return verdict(c.Best) + " (best vs best; like for like not measured)"
 	}
-	return "**met** (both readings)"
+	weaker, name := c.Best, "best vs best"
+	if (c.Higher && *c.Like.Value < *c.Best.Value) || (!c.Higher && *c.Like.Value > *c.Best.Value) {
+		weaker, name = c.Like, "like for like"
+	}
+	if *c.Best.Value == *c.Like.Value {
+		name = "both readings"
+	}
+	met := *c.Best.Met && *c.Like.Met
+	if met {
+		return fmt.Sprintf("**met**; weaker: %s, %.2f", name, *weaker.Value)
+	}
+	return fmt.Sprintf("**missed**; weaker: %s, %.2f", name, *weaker.Value)
 }
 
 func (b *bench) checks() []check {
@@ -267,7 +278,7 @@ func (b *bench) checks() []check {
 	atMost := func(bar float64) func(float64) bool { return func(x float64) bool { return x <= bar } }
 
 	a, bp, bj := v("create c16 rate", colA), v("create c16 rate", colBP), v("create c16 rate", colBJ)
-	cs = append(cs, check{Target: "create rate at concurrency 16, through the aggregator", Want: "≥ CRD's",
+	cs = append(cs, check{Target: "create rate at concurrency 16, through the aggregator", Want: "≥ CRD's", Higher: true,
 		Best: mk(bp/a, atLeast(1), fmt.Sprintf("B proto %s vs A %s ops/s = %.2f×; sustained (scale fill) %s vs %s ops/s",
 			format(bp, "ops/s"), format(a, "ops/s"), bp/a, format(v("sustained create rate", colBP), "ops/s"), format(v("sustained create rate", colA), "ops/s"))),
 		Like: mk(bj/a, atLeast(1), fmt.Sprintf("B json %s vs A %s ops/s = %.2f×", format(bj, "ops/s"), format(a, "ops/s"), bj/a)),
@@ -283,7 +294,7 @@ func (b *bench) checks() []check {
 	mi := fmt.Sprintf("LIST %d identity latency", largest)
 	a, bp, bj = v(m, colA), v(m, colBP), v(m, colBJ)
 	ai, bpi, bji := v(mi, colA), v(mi, colBP), v(mi, colBJ)
-	cs = append(cs, check{Target: fmt.Sprintf("LIST of %d through the aggregator (gzip, as client-go asks)", largest), Want: "≥ 3× faster than the CRD",
+	cs = append(cs, check{Target: fmt.Sprintf("LIST of %d through the aggregator (gzip, as client-go asks)", largest), Want: "≥ 3× faster than the CRD", Higher: true,
 		Best: mk(a/bp, atLeast(3), fmt.Sprintf("B proto %s vs A %s ms = %.2f× faster (uncompressed %.2f×)", format(bp, "ms"), format(a, "ms"), a/bp, ai/bpi)),
 		Like: mk(a/bj, atLeast(3), fmt.Sprintf("B json %s vs A %s ms = %.2f× faster (uncompressed %.2f×)", format(bj, "ms"), format(a, "ms"), a/bj, ai/bji)),
 	})
@@ -318,7 +329,7 @@ func (b *bench) checks() []check {
 	})
 
 	dp, dj, e := v("create c1 rate", colDP), v("create c1 rate", colDJ), v("create c1 rate", colE)
-	cs = append(cs, check{Target: "create rate at concurrency 1, directly vs raw etcd puts", Want: "≥ 0.35×",
+	cs = append(cs, check{Target: "create rate at concurrency 1, directly vs raw etcd puts", Want: "≥ 0.35×", Higher: true,
 		Best: mk(dp/e, atLeast(0.35), fmt.Sprintf("B′ proto %s vs E %s ops/s = %.2f×", format(dp, "ops/s"), format(e, "ops/s"), dp/e)),
 		Like: mk(dj/e, atLeast(0.35), fmt.Sprintf("B′ json %s vs E %s ops/s = %.2f× (etcd has no JSON: its bytes are the protobuf ours stores)", format(dj, "ops/s"), format(e, "ops/s"), dj/e)),
 	})
