@@ -597,7 +597,11 @@ func (b *bench) controllerMarkdown() string {
 		}
 		fmt.Fprintf(&sb, "| %s |", label)
 		for _, v := range vals {
-			sb.WriteString(" " + format(v, unit) + " " + unit + " |")
+			cell := format(v, unit)
+			if unit != "" && !math.IsNaN(v) {
+				cell += " " + unit
+			}
+			sb.WriteString(" " + cell + " |")
 		}
 		if len(vals) == 2 {
 			if vals[1] != 0 && !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) {
