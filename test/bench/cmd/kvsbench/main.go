@@ -889,7 +889,26 @@ func featureGates(ctx context.Context, b *bench) ([]string, string) {
 		}
 	}
 	sort.Strings(diff)
+	kvsReports := false
+	for _, v := range gates {
+		if v[pKVSAPI] != "" {
+			kvsReports = true
+		}
+	}
 	wlc := gates["WatchListCompression"]
+	if !kvsReports {
+		// kvstore-apiserver exports no kubernetes_feature_enabled: its
+		// setting is its default unless its command line says otherwise.
+		flags := cmdlineFlags(b.procs, pKVSAPI, "--feature-gates")
+		if wlc == nil {
+			wlc = map[string]string{}
+		}
+		wlc[pKVSAPI] = "off (its default) unless its command line turns it on: " + orUnknown(flags)
+		if flags == "" {
+			wlc[pKVSAPI] = "off (its default; no --feature-gates on its command line)"
+		}
+		diff = []string{"not known: kvstore-apiserver does not export kubernetes_feature_enabled"}
+	}
 	compression := fmt.Sprintf("WatchListCompression is %s in kube-apiserver and %s in kvstore-apiserver (each server's default; the benchmark cannot change kube-apiserver's flags). "+
 		"It gzips watch-list streams (informers' initial list and every later event) for clients that accept gzip. The ops and watch phases use plain GET/PUT/watch requests, which it does not touch; "+
 		"LISTs are measured both with and without gzip; the controller phase's CPU includes it wherever an informer of a controller, of kube-controller-manager or of the operator watches kube-apiserver with client-go's defaults (gzip accepted)",
