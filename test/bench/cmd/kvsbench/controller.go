@@ -50,6 +50,9 @@ type controllerResult struct {
 	CreateSeconds float64            `json:"create_s"`
 	ReadySeconds  map[string]float64 `json:"ready_s"` // "50%", "90%", "100%"
 	Reconciles    float64            `json:"reconciles"`
+	// ReconcileErrors are the reconciles that returned an error (retried
+	// with backoff: conflicts, refusals).
+	ReconcileErrors float64 `json:"reconcile_errors"`
 	CPUSeconds    map[string]float64 `json:"cpu_s"`
 	// Memory is each process's RSS once every store is Ready, in MiB.
 	MemoryMiB map[string]float64 `json:"rss_mib"`
@@ -156,6 +159,7 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	}
 	m.CreateSeconds = one(func(r *controllerResult) float64 { return r.CreateSeconds })
 	m.Reconciles = one(func(r *controllerResult) float64 { return r.Reconciles })
+	m.ReconcileErrors = one(func(r *controllerResult) float64 { return r.ReconcileErrors })
 	m.DeleteSeconds = one(func(r *controllerResult) float64 { return r.DeleteSeconds })
 	m.DeleteReconciles = one(func(r *controllerResult) float64 { return r.DeleteReconciles })
 	m.ReadySeconds = keyed(func(r *controllerResult) map[string]float64 { return r.ReadySeconds })
@@ -178,7 +182,7 @@ func medianResult(runs []*controllerResult) *controllerResult {
 type phaseSnap struct {
 	at         time.Time
 	cpu        map[string]float64
-	reconciles float64
+	reconciles map[string]float64 // by result
 	kube, kvs  map[string]float64 // served, by verb
 	controller map[string]float64 // sent by the controller, by method
 }
@@ -325,7 +329,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int) (*controll
 		return nil, err
 	}
 	res.CPUSeconds = cpuDiff(before.cpu, after.cpu)
-	res.Reconciles = after.reconciles - before.reconciles
+	res.Reconciles, res.ReconcileErrors = total(after.reconciles)-total(before.reconciles), after.reconciles["error"]-before.reconciles["error"]
 	res.KubeRequests = perStore(before.kube, after.kube, n)
 	res.KVSRequests = perStore(before.kvs, after.kvs, n)
 	res.ControllerRequests = perStore(before.controller, after.controller, n)
@@ -423,7 +427,7 @@ func (b *bench) deleteRun(ctx context.Context, s system, res *controllerResult) 
 		return err
 	}
 	res.DeleteCPUSeconds = cpuDiff(before.cpu, after.cpu)
-	res.DeleteReconciles = after.reconciles - before.reconciles
+	res.DeleteReconciles = total(after.reconciles) - total(before.reconciles)
 	b.logf("controller: %s: %d stores deleted, gone with %d final backups in %.1f s", s.name(), m, res.BackupsDone, res.DeleteSeconds)
 	return nil
 }
@@ -630,6 +634,7 @@ func (b *bench) controllerMarkdown() string {
 	}
 	line("stores Ready at the end", "", val(func(r *controllerResult) float64 { return float64(r.ReadyAtEnd) }))
 	line("reconciles per store", "", val(func(r *controllerResult) float64 { return r.Reconciles / float64(max(r.Stores, 1)) }))
+	line("of which errors (retried)", "", val(func(r *controllerResult) float64 { return r.ReconcileErrors / float64(max(r.Stores, 1)) }))
 	verbs := map[string]bool{}
 	methods := map[string]bool{}
 	for _, r := range results {
@@ -680,6 +685,15 @@ func (b *bench) controllerMarkdown() string {
 		}
 	}
 	return sb.String()
+}
+
+// total sums a map's values.
+func total(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
 }
 
 func sortedKeys(m map[string]bool) []string {

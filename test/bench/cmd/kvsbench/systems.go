@@ -48,8 +48,9 @@ type system interface {
 	remove(ctx context.Context, name string) error
 	// finalBackupsDone counts the completed final backups of the stores named.
 	finalBackupsDone(ctx context.Context, names map[string]bool) (int, error)
-	// reconciles is the controller's reconcile counter so far.
-	reconciles(ctx context.Context) (float64, error)
+	// reconciles is the controller's reconcile counter so far, by result
+	// ("error" among them).
+	reconciles(ctx context.Context) (map[string]float64, error)
 	// controllerRequests are the requests the controller process has sent,
 	// by method (client-go's rest_client_requests_total).
 	controllerRequests(ctx context.Context) (map[string]float64, error)
@@ -110,12 +111,12 @@ func (s kvsSystem) finalBackupsDone(ctx context.Context, names map[string]bool) 
 	return n, nil
 }
 
-func (s kvsSystem) reconciles(ctx context.Context) (float64, error) {
+func (s kvsSystem) reconciles(ctx context.Context) (map[string]float64, error) {
 	body, err := s.b.raw[pKVSAPI].metrics(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return sumMetric(body, metricReconc, "")[""], nil
+	return sumMetric(body, metricReconc, "result"), nil
 }
 
 func (s kvsSystem) controllerRequests(ctx context.Context) (map[string]float64, error) {
@@ -218,12 +219,12 @@ func (s *operatorSystem) metrics(ctx context.Context) ([]byte, error) {
 	return body, err
 }
 
-func (s *operatorSystem) reconciles(ctx context.Context) (float64, error) {
+func (s *operatorSystem) reconciles(ctx context.Context) (map[string]float64, error) {
 	body, err := s.metrics(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return sumMetric(body, "controller_runtime_reconcile_total", "")[""], nil
+	return sumMetric(body, "controller_runtime_reconcile_total", "result"), nil
 }
 
 func (s *operatorSystem) controllerRequests(ctx context.Context) (map[string]float64, error) {
@@ -281,6 +282,10 @@ func (s *operatorSystem) credentials(ctx context.Context, stack *framework.Stack
 	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: pOperator}
 	cfg.CurrentContext = "local"
 	if err := os.MkdirAll(s.b.cfg.out, 0o755); err != nil {
+		return err
+	}
+	// One log per run: the repetitions append to it.
+	if err := os.Remove(filepath.Join(s.b.cfg.out, "operator.log")); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	s.kubecf = filepath.Join(s.b.cfg.out, "operator.kubeconfig")

@@ -71,6 +71,11 @@ func (r *KeyValueStoreReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !kvs.Spec.Paused {
 		sts, proxy, applyErr = r.apply(ctx, kvs, sts, proxy)
 	}
+	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
+		// The namespace controller deletes what we would recreate, and
+		// the store next (its teardown then runs).
+		return ctrl.Result{}, nil
+	}
 	before := kvs.Status.Phase
 	st := observe(kvs, sts, proxy, applyErr)
 	if err := r.updateStatus(ctx, kvs, st); err != nil {
