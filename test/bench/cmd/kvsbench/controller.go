@@ -52,8 +52,8 @@ type controllerResult struct {
 	Reconciles    float64            `json:"reconciles"`
 	// ReconcileErrors are the reconciles that returned an error (retried
 	// with backoff: conflicts, refusals).
-	ReconcileErrors float64 `json:"reconcile_errors"`
-	CPUSeconds    map[string]float64 `json:"cpu_s"`
+	ReconcileErrors float64            `json:"reconcile_errors"`
+	CPUSeconds      map[string]float64 `json:"cpu_s"`
 	// Memory is each process's RSS once every store is Ready, in MiB.
 	MemoryMiB map[string]float64 `json:"rss_mib"`
 	// Requests per store during create → Ready: served by kube-apiserver
