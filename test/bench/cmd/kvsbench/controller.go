@@ -105,7 +105,7 @@ func isStoreReady(k *v1alpha1.KeyValueStore) bool {
 // each system, in an order drawn per repetition, each run in a fresh
 // namespace, and keeps the median of every figure.
 func (b *bench) controllerPhases(ctx context.Context) error {
-	runs := map[string][]*controllerResult{}
+	runs := b.ctrlRuns
 	for rep := 1; rep <= b.cfg.ctrlReps; rep++ {
 		order := append([]system(nil), b.systems...)
 		b.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -570,7 +570,7 @@ func (b *bench) controllerMarkdown() string {
 	fmt.Fprintf(&sb, "\n### Controller phase: %d stores of %d replicas and %d proxy replica(s), created → all Ready; then %d deleted → gone with final backups done\n\n",
 		c.Stores, c.Replicas, c.ProxyReplicas, c.Deleted)
 	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
-		"Readiness is polled with a LIST every second on both sides. Median of %d repetition(s), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
+		"Readiness is polled with a LIST every second on both sides. Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
 		ctrlCreateConc, c.Repetitions)
 	for _, r := range results {
 		fmt.Fprintf(&sb, "- %s: %s\n", r.System, r.ClientSettings)
@@ -592,6 +592,7 @@ func (b *bench) controllerMarkdown() string {
 	sb.WriteString("\n")
 	line := func(label, unit string, get func(*controllerResult) (float64, bool)) {
 		var vals []float64
+		var spans []string
 		any := false
 		for _, r := range results {
 			v, ok := get(r)
@@ -601,17 +602,29 @@ func (b *bench) controllerMarkdown() string {
 				any = true
 			}
 			vals = append(vals, v)
+			// The range of the repetitions, beside the median.
+			lo, hi, n := math.Inf(1), math.Inf(-1), 0
+			for _, run := range b.ctrlRuns[r.System] {
+				if x, ok := get(run); ok {
+					lo, hi, n = min(lo, x), max(hi, x), n+1
+				}
+			}
+			span := ""
+			if n > 1 {
+				span = fmt.Sprintf(" (%s–%s)", format(lo, unit), format(hi, unit))
+			}
+			spans = append(spans, span)
 		}
 		if !any {
 			return
 		}
 		fmt.Fprintf(&sb, "| %s |", label)
-		for _, v := range vals {
+		for i, v := range vals {
 			cell := format(v, unit)
 			if unit != "" && !math.IsNaN(v) {
 				cell += " " + unit
 			}
-			sb.WriteString(" " + cell + " |")
+			sb.WriteString(" " + cell + spans[i] + " |")
 		}
 		if len(vals) == 2 {
 			if vals[1] != 0 && !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) {

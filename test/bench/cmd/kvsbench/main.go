@@ -258,6 +258,7 @@ type bench struct {
 	systems      []system
 	operator     *operatorSystem
 	ctrl         map[string]*controllerResult
+	ctrlRuns     map[string][]*controllerResult
 	ctrlUsed     map[string]system
 	crClient     dynamic.ResourceInterface
 	etcdKVS      *clientv3.Client
@@ -319,7 +320,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		cfg.seed = uint64(time.Now().UnixNano())
 	}
 	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures(), rng: rand.New(rand.NewPCG(cfg.seed, 0)),
-		ctrl: map[string]*controllerResult{}, ctrlUsed: map[string]system{}}
+		ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}, ctrlUsed: map[string]system{}}
 	crd, err := loadCRD(cfg.crdPath)
 	if err != nil {
 		return err

@@ -65,3 +65,27 @@ func TestPerStore(t *testing.T) {
 		t.Errorf("perStore = %v", got)
 	}
 }
+
+func TestControllerMarkdownShowsBothSystemsWithRanges(t *testing.T) {
+	b := &bench{ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}}
+	b.systems = []system{kvsSystem{b}, &operatorSystem{b: b}}
+	run := func(sys string, ready float64) *controllerResult {
+		return &controllerResult{System: sys, Stores: 10, Replicas: 3, ProxyReplicas: 1, Deleted: 2, Reconciles: 70,
+			ReadySeconds: map[string]float64{"50%": ready / 2, "90%": ready * 0.9, "100%": ready},
+			CPUSeconds:   map[string]float64{pKubeAPI: 2}, MemoryMiB: map[string]float64{pKubeAPI: 300}}
+	}
+	for _, sys := range []string{sysKVS, sysOperator} {
+		b.ctrlRuns[sys] = []*controllerResult{run(sys, 10), run(sys, 12), run(sys, 14)}
+		b.ctrl[sys] = medianResult(b.ctrlRuns[sys])
+	}
+	md := b.controllerMarkdown()
+	for _, want := range []string{
+		"| metric | kvstore-apiserver | CRD + operator | kvstore-apiserver / CRD + operator |",
+		"| 100% of the stores Ready | 12.0 s (10.0–14.0) | 12.0 s (10.0–14.0) | 1.00 |",
+		"| reconciles per store | 7.00 (7.00–7.00) | 7.00 (7.00–7.00) | 1.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+}
