@@ -59,10 +59,10 @@ up: tools build ## Bring up the local stack in the background.
 down: ## Stop the background local stack.
 	hack/local-up.sh down
 
-bench: tools build ## Performance benchmark: the API as a CRD vs kvstore-apiserver (aggregated, direct) vs raw etcd; see docs/benchmarks.md.
+bench: tools build ## Performance benchmark: the API as a CRD (alone, and with the controller-runtime operator of test/bench/operator) vs kvstore-apiserver (aggregated, direct) vs raw etcd; see docs/benchmarks.md.
 	$(GO) run ./test/bench/cmd/kvsbench $(BENCH_FLAGS)
 
-bench-quick: tools build ## The benchmark with tiny counts and one repetition (under a minute); safe in CI.
+bench-quick: tools build ## The benchmark with tiny counts and one repetition (about two minutes, the operator baseline included); safe in CI.
 	$(GO) run ./test/bench/cmd/kvsbench --quick $(BENCH_FLAGS)
 
 image: ## Print the command that builds the container image (no Docker engine runs here).

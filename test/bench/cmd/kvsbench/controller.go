@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,68 +33,98 @@ const (
 	metricReconc   = "kvstore_controller_reconcile_total"
 )
 
-// ctrlProcs are the processes whose CPU the phase reports.
-var ctrlProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pKCM, "kube-scheduler", "kwok", pClient}
+// ctrlProcs are the processes whose CPU and memory the phase reports; the
+// operator's only while it runs.
+var ctrlProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pOperator, pKCM, "kube-scheduler", "kwok", pClient}
 
-// controllerResult is what the phase measured, reported as its own section.
+// controllerResult is what one system did in the phase (the median of the
+// repetitions), reported side by side with the other system's.
 type controllerResult struct {
-	Repetitions     int                `json:"repetitions"`
-	Stores          int                `json:"stores"`
-	Replicas        int                `json:"replicas"`
-	Nodes           int                `json:"nodes"`
-	CreateSeconds   float64            `json:"create_s"`
-	ReadySeconds    map[string]float64 `json:"ready_s"` // "50%", "90%", "100%"
-	Reconciles      float64            `json:"reconciles"`
+	System        string `json:"system"`
+	Repetitions   int    `json:"repetitions"`
+	Stores        int    `json:"stores"`
+	Replicas      int    `json:"replicas"`
+	ProxyReplicas int    `json:"proxy_replicas"`
+	Nodes         int    `json:"nodes"`
+	// Create → all Ready.
+	CreateSeconds float64            `json:"create_s"`
+	ReadySeconds  map[string]float64 `json:"ready_s"` // "50%", "90%", "100%"
+	Reconciles    float64            `json:"reconciles"`
+	// ReconcileErrors are the reconciles that returned an error (retried
+	// with backoff: conflicts, refusals).
 	ReconcileErrors float64            `json:"reconcile_errors"`
-	ReconcileRate   float64            `json:"reconciles_per_s"`
 	CPUSeconds      map[string]float64 `json:"cpu_s"`
-	ClientSettings  string             `json:"client_settings"`
-	TimedOut        bool               `json:"timed_out"`
-	ReadyAtEnd      int                `json:"ready_at_end"`
-	// KubeRequests are the requests kube-apiserver served during the phase,
-	// by verb, from every client (APPLY are the controller's alone here).
-	KubeRequests map[string]float64 `json:"kube_requests"`
+	// Memory is each process's RSS once every store is Ready, in MiB.
+	MemoryMiB map[string]float64 `json:"rss_mib"`
+	// Requests per store during create → Ready: served by kube-apiserver
+	// (every client) and by kvstore-apiserver, by verb; sent by the
+	// controller's process, by method.
+	KubeRequests       map[string]float64 `json:"kube_apiserver_requests_per_store"`
+	KVSRequests        map[string]float64 `json:"kvstore_apiserver_requests_per_store"`
+	ControllerRequests map[string]float64 `json:"controller_requests_per_store"`
+	TimedOut           bool               `json:"timed_out"`
+	ReadyAtEnd         int                `json:"ready_at_end"`
+	// Deleting Deleted stores until they are gone with their final backups done.
+	Deleted          int                `json:"deleted"`
+	DeleteSeconds    float64            `json:"delete_s"`
+	DeleteReconciles float64            `json:"delete_reconciles"`
+	DeleteCPUSeconds map[string]float64 `json:"delete_cpu_s"`
+	BackupsDone      int                `json:"final_backups_done"`
+	DeleteTimedOut   bool               `json:"delete_timed_out"`
+	ClientSettings   string             `json:"client_settings"`
 }
 
-func (b *bench) ctrlNamespace() string { return b.cfg.namespace + "-ctrl" }
-
-// liveKVS is a store the controller fully reconciles: no proxy tier (its
-// Deployment would only wait for the data tier), no backup.
+// liveKVS is a store both controllers fully reconcile: a data tier, one
+// proxy replica behind it, and a backup spec so that its teardown takes a
+// final backup. Claims are retained (the API's default).
 func liveKVS(ns, name string, replicas int32) *v1alpha1.KeyValueStore {
 	return &v1alpha1.KeyValueStore{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{labelSet: "ctrl"}},
 		Spec: v1alpha1.KeyValueStoreSpec{
 			Replicas: ptr.To(replicas),
 			Image:    "registry.example.com/platform/kvstore/redis:7.2.4",
+			Port:     6379,
 			Storage:  v1alpha1.StorageSpec{VolumeSize: resource.MustParse("1Gi")},
+			Proxy:    &v1alpha1.ProxySpec{Replicas: ptr.To[int32](ctrlProxyReplicas), Image: "registry.example.com/platform/kvstore/envoy:v1.31.0"},
+			Backup:   &v1alpha1.BackupSpec{Image: "registry.example.com/platform/kvstore/backup:1.0", Command: []string{"/backup"}},
+			PersistentVolumeClaimRetentionPolicy: &v1alpha1.PersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: v1alpha1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
 		},
 	}
 }
+
+const ctrlProxyReplicas = 1
 
 func isStoreReady(k *v1alpha1.KeyValueStore) bool {
 	return k.Status.Phase == v1alpha1.PhaseReady && k.Status.ObservedGeneration == k.Generation &&
 		k.Status.ReadyReplicas == ptr.Deref(k.Spec.Replicas, 1)
 }
 
-// controllerPhases runs the controller phase --controller-reps times, each
-// in a fresh namespace (the previous one deleted and gone first), and keeps
-// the median of every figure.
+// controllerPhases runs the controller phase --controller-reps times for
+// each system, in an order drawn per repetition, each run in a fresh
+// namespace, and keeps the median of every figure.
 func (b *bench) controllerPhases(ctx context.Context) error {
-	var runs []*controllerResult
+	runs := b.ctrlRuns
 	for rep := 1; rep <= b.cfg.ctrlReps; rep++ {
-		if rep > 1 {
-			b.logf("controller: deleting the namespace of repetition %d before the next", rep-1)
-			if err := b.deleteNamespace(ctx, b.ctrlNamespace()); err != nil {
-				return err
+		order := append([]system(nil), b.systems...)
+		b.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		var names []string
+		for _, s := range order {
+			names = append(names, s.name())
+		}
+		b.mu.Lock()
+		b.meta.Orders = append(b.meta.Orders, fmt.Sprintf("controller rep %d: %s", rep, strings.Join(names, ", ")))
+		b.mu.Unlock()
+		for _, s := range order {
+			res, err := b.controllerRun(ctx, s, rep)
+			if res != nil {
+				runs[s.name()] = append(runs[s.name()], res)
+				b.ctrl[s.name()] = medianResult(runs[s.name()])
 			}
-		}
-		res, err := b.controllerPhase(ctx, rep)
-		if res != nil {
-			runs = append(runs, res)
-			b.ctrl = medianResult(runs)
-		}
-		if err != nil {
-			return err
+			if err != nil {
+				return fmt.Errorf("controller phase, %s: %w", s.name(), err)
+			}
 		}
 	}
 	return nil
@@ -106,27 +135,24 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 func medianResult(runs []*controllerResult) *controllerResult {
 	m := *runs[0]
 	m.Repetitions = len(runs)
-	med := func(get func(*controllerResult) (float64, bool)) (float64, bool) {
+	one := func(get func(*controllerResult) float64) float64 {
 		var v []float64
 		for _, r := range runs {
-			if x, ok := get(r); ok {
-				v = append(v, x)
-			}
+			v = append(v, get(r))
 		}
-		if len(v) < len(runs) {
-			return 0, false
-		}
-		return median(v), true
-	}
-	one := func(get func(*controllerResult) float64) float64 {
-		v, _ := med(func(r *controllerResult) (float64, bool) { return get(r), true })
-		return v
+		return median(v)
 	}
 	keyed := func(get func(*controllerResult) map[string]float64) map[string]float64 {
 		out := map[string]float64{}
 		for k := range get(runs[0]) {
-			if v, ok := med(func(r *controllerResult) (float64, bool) { x, ok := get(r)[k]; return x, ok }); ok {
-				out[k] = v
+			var v []float64
+			for _, r := range runs {
+				if x, ok := get(r)[k]; ok {
+					v = append(v, x)
+				}
+			}
+			if len(v) == len(runs) {
+				out[k] = median(v)
 			}
 		}
 		return out
@@ -134,74 +160,127 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.CreateSeconds = one(func(r *controllerResult) float64 { return r.CreateSeconds })
 	m.Reconciles = one(func(r *controllerResult) float64 { return r.Reconciles })
 	m.ReconcileErrors = one(func(r *controllerResult) float64 { return r.ReconcileErrors })
-	m.ReconcileRate = one(func(r *controllerResult) float64 { return r.ReconcileRate })
+	m.DeleteSeconds = one(func(r *controllerResult) float64 { return r.DeleteSeconds })
+	m.DeleteReconciles = one(func(r *controllerResult) float64 { return r.DeleteReconciles })
 	m.ReadySeconds = keyed(func(r *controllerResult) map[string]float64 { return r.ReadySeconds })
 	m.CPUSeconds = keyed(func(r *controllerResult) map[string]float64 { return r.CPUSeconds })
+	m.DeleteCPUSeconds = keyed(func(r *controllerResult) map[string]float64 { return r.DeleteCPUSeconds })
+	m.MemoryMiB = keyed(func(r *controllerResult) map[string]float64 { return r.MemoryMiB })
 	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
+	m.KVSRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KVSRequests })
+	m.ControllerRequests = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerRequests })
 	for _, r := range runs {
 		m.TimedOut = m.TimedOut || r.TimedOut
+		m.DeleteTimedOut = m.DeleteTimedOut || r.DeleteTimedOut
 		m.ReadyAtEnd = min(m.ReadyAtEnd, r.ReadyAtEnd)
+		m.BackupsDone = min(m.BackupsDone, r.BackupsDone)
 	}
 	return &m
 }
 
-func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult, error) {
-	n, r := b.cfg.ctrlStores, b.cfg.ctrlReplicas
-	ns := b.ctrlNamespace()
-	res := &controllerResult{Stores: n, Replicas: r, ReadySeconds: map[string]float64{}}
-	if b.ctrl == nil {
-		b.ctrl = res // so that teardown cleans up even if this repetition fails
+// phaseSnap is what the phase reads before and after a window.
+type phaseSnap struct {
+	at         time.Time
+	cpu        map[string]float64
+	reconciles map[string]float64 // by result
+	kube, kvs  map[string]float64 // served, by verb
+	controller map[string]float64 // sent by the controller, by method
+}
+
+func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
+	p := phaseSnap{at: time.Now()}
+	var err error
+	if p.cpu, err = b.procs.cpuOf(ctrlProcs); err != nil {
+		return p, err
 	}
-	b.logf("controller: repetition %d of %d: %d stores of %d replicas in %s", rep, b.cfg.ctrlReps, n, r, ns)
+	if p.reconciles, err = s.reconciles(ctx); err != nil {
+		return p, fmt.Errorf("reconciles: %w", err)
+	}
+	if p.controller, err = s.controllerRequests(ctx); err != nil {
+		return p, fmt.Errorf("controller requests: %w", err)
+	}
+	if p.kube, err = b.served(ctx, pKubeAPI); err != nil {
+		return p, err
+	}
+	p.kvs, err = b.served(ctx, pKVSAPI)
+	return p, err
+}
+
+// served sums an API server's apiserver_request_total by verb.
+func (b *bench) served(ctx context.Context, proc string) (map[string]float64, error) {
+	body, err := b.raw[proc].metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sumMetric(body, "apiserver_request_total", "verb"), nil
+}
+
+// perStore is after − before for each key, divided by n; zeros left out.
+func perStore(before, after map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d / float64(max(n, 1))
+		}
+	}
+	return out
+}
+
+func cpuDiff(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range ctrlProcs {
+		if before[p] >= 0 && after[p] >= 0 {
+			out[p] = after[p] - before[p]
+		}
+	}
+	return out
+}
+
+// controllerRun is one repetition of the phase for one system: N live
+// stores created → all Ready, then M deleted → gone with their final
+// backups done, then the namespace removed.
+func (b *bench) controllerRun(ctx context.Context, s system, rep int) (*controllerResult, error) {
+	n, r := b.cfg.ctrlStores, b.cfg.ctrlReplicas
+	ns := s.namespace()
+	res := &controllerResult{System: s.name(), Stores: n, Replicas: r, ProxyReplicas: ctrlProxyReplicas, ReadySeconds: map[string]float64{}}
+	b.logf("controller: repetition %d of %d: %s: %d stores of %d replicas (+%d proxy) in %s", rep, b.cfg.ctrlReps, s.name(), n, r, ctrlProxyReplicas, ns)
+	b.ctrlUsed[ns] = s
 
 	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
-	nodes, err := b.ensureNodes(ctx, n*r)
+	nodes, err := b.ensureNodes(ctx, n*(r+ctrlProxyReplicas)+b.cfg.ctrlDeletes)
 	if err != nil {
 		return nil, err
 	}
 	res.Nodes = nodes
-	res.ClientSettings = clientSettings(b.procs)
+	res.ClientSettings = s.settings()
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := s.stop(context.WithoutCancel(ctx)); err != nil {
+			b.problem("controller phase, %s: %v", s.name(), err)
+		}
+	}()
 
-	before, err := b.counters(ctx)
+	before, err := b.snap(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	cpu0, err := b.procs.cpuOf(ctrlProcs)
-	if err != nil {
-		return nil, err
-	}
-	client := b.kvsViaKube.KvstoreV1alpha1().KeyValueStores(ns)
 	start := time.Now()
-
-	// Create at concurrency 16 through the aggregator, as a user's tool would.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, ctrlCreateConc)
-	for w := 0; w < ctrlCreateConc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if _, err := client.Create(ctx, liveKVS(ns, fmt.Sprintf("s-%05d", i), int32(r)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, fmt.Errorf("create stores: %w", err)
+	cr := runOps(ctx, n, ctrlCreateConc, perCall, func(ctx context.Context, i int) error {
+		err := s.create(ctx, fmt.Sprintf("s-%05d", i), liveKVS(ns, fmt.Sprintf("s-%05d", i), int32(r)))
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	if cr.errs > 0 {
+		return nil, fmt.Errorf("create stores: %d failed, first: %w", cr.errs, cr.firstErr)
 	}
 	res.CreateSeconds = time.Since(start).Seconds()
-	b.logf("controller: created %d stores in %.1f s; waiting for all Ready (timeout %s)", n, res.CreateSeconds, b.cfg.ctrlTimeout)
+	b.logf("controller: %s: created %d stores in %.1f s; waiting for all Ready (timeout %s)", s.name(), n, res.CreateSeconds, b.cfg.ctrlTimeout)
 
 	marks := []struct {
 		key  string
@@ -210,13 +289,13 @@ func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult
 	deadline := start.Add(b.cfg.ctrlTimeout)
 	lastLog := time.Now()
 	for {
-		list, err := client.List(ctx, metav1.ListOptions{})
+		list, err := s.stores(ctx)
 		if err != nil {
 			return nil, err
 		}
 		ready := 0
-		for i := range list.Items {
-			if isStoreReady(&list.Items[i]) {
+		for i := range list {
+			if isStoreReady(&list[i]) {
 				ready++
 			}
 		}
@@ -232,11 +311,11 @@ func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult
 		}
 		if time.Now().After(deadline) {
 			res.TimedOut = true
-			b.problem("controller phase: only %d of %d stores Ready after %s", ready, n, b.cfg.ctrlTimeout)
+			b.problem("controller phase, %s: only %d of %d stores Ready after %s", s.name(), ready, n, b.cfg.ctrlTimeout)
 			break
 		}
 		if time.Since(lastLog) > 30*time.Second {
-			b.logf("controller: %d of %d stores Ready after %.0f s", ready, n, el)
+			b.logf("controller: %s: %d of %d stores Ready after %.0f s", s.name(), ready, n, el)
 			lastLog = time.Now()
 		}
 		select {
@@ -245,32 +324,112 @@ func (b *bench) controllerPhase(ctx context.Context, rep int) (*controllerResult
 		case <-time.After(time.Second):
 		}
 	}
-	elapsed := time.Since(start).Seconds()
-	cpu1, err := b.procs.cpuOf(ctrlProcs)
+	after, err := b.snap(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	res.CPUSeconds = map[string]float64{}
+	res.CPUSeconds = cpuDiff(before.cpu, after.cpu)
+	res.Reconciles, res.ReconcileErrors = total(after.reconciles)-total(before.reconciles), after.reconciles["error"]-before.reconciles["error"]
+	res.KubeRequests = perStore(before.kube, after.kube, n)
+	res.KVSRequests = perStore(before.kvs, after.kvs, n)
+	res.ControllerRequests = perStore(before.controller, after.controller, n)
+	res.MemoryMiB = map[string]float64{}
 	for _, p := range ctrlProcs {
-		if cpu0[p] >= 0 && cpu1[p] >= 0 {
-			res.CPUSeconds[p] = cpu1[p] - cpu0[p]
+		if pid, err := b.procs.pid(p); err == nil {
+			if rss, err := rssBytes(pid); err == nil {
+				res.MemoryMiB[p] = float64(rss) / (1 << 20)
+			}
 		}
 	}
-	after, err := b.counters(ctx)
-	if err != nil {
-		return nil, err
+	b.logf("controller: %s: %d of %d Ready in %.1f s; %.0f reconciles", s.name(), res.ReadyAtEnd, n, after.at.Sub(start).Seconds(), res.Reconciles)
+	if res.TimedOut {
+		return res, nil
 	}
-	res.KubeRequests = map[string]float64{}
-	for verb, v := range after.requests {
-		if d := v - before.requests[verb]; d > 0 {
-			res.KubeRequests[verb] = d
-		}
+	if err := b.deleteRun(ctx, s, res); err != nil {
+		return res, err
 	}
-	res.Reconciles = after.reconciles["success"] + after.reconciles["error"] - before.reconciles["success"] - before.reconciles["error"]
-	res.ReconcileErrors = after.reconciles["error"] - before.reconciles["error"]
-	res.ReconcileRate = res.Reconciles / elapsed
-	b.logf("controller: %d of %d Ready in %.1f s; %.0f reconciles (%.1f/s)", res.ReadyAtEnd, n, elapsed, res.Reconciles, res.ReconcileRate)
+	if rep == b.cfg.ctrlReps {
+		// The last repetition's namespace goes at the cleanup, with the
+		// others at once (b.ctrlUsed); the operator's stores are released
+		// there by the tool.
+		return res, nil
+	}
+	b.logf("controller: %s: removing namespace %s", s.name(), ns)
+	if err := b.deleteNamespace(ctx, ns); err != nil {
+		return res, err
+	}
+	delete(b.ctrlUsed, ns)
 	return res, nil
+}
+
+// deleteRun deletes the first --controller-deletes stores at concurrency 16
+// and waits until they are gone and their final backups completed.
+func (b *bench) deleteRun(ctx context.Context, s system, res *controllerResult) error {
+	m := min(b.cfg.ctrlDeletes, res.Stores)
+	res.Deleted = m
+	if m == 0 {
+		return nil
+	}
+	names := map[string]bool{}
+	for i := 0; i < m; i++ {
+		names[fmt.Sprintf("s-%05d", i)] = true
+	}
+	before, err := b.snap(ctx, s)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	dr := runOps(ctx, m, ctrlCreateConc, perCall, func(ctx context.Context, i int) error {
+		return s.remove(ctx, fmt.Sprintf("s-%05d", i))
+	})
+	if dr.errs > 0 {
+		return fmt.Errorf("delete stores: %d failed, first: %w", dr.errs, dr.firstErr)
+	}
+	deadline := start.Add(b.cfg.ctrlTimeout)
+	lastLog := time.Now()
+	for {
+		list, err := s.stores(ctx)
+		if err != nil {
+			return err
+		}
+		left := 0
+		for _, o := range list {
+			if names[o.Name] {
+				left++
+			}
+		}
+		done, err := s.finalBackupsDone(ctx, names)
+		if err != nil {
+			return err
+		}
+		res.BackupsDone = done
+		if left == 0 && done >= m {
+			break
+		}
+		if time.Now().After(deadline) {
+			res.DeleteTimedOut = true
+			b.problem("controller phase, %s: %d of %d deleted stores still there and %d final backups done after %s", s.name(), left, m, done, b.cfg.ctrlTimeout)
+			break
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			b.logf("controller: %s: %d of %d deleted stores left, %d final backups done", s.name(), left, m, done)
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	res.DeleteSeconds = time.Since(start).Seconds()
+	after, err := b.snap(ctx, s)
+	if err != nil {
+		return err
+	}
+	res.DeleteCPUSeconds = cpuDiff(before.cpu, after.cpu)
+	res.DeleteReconciles = total(after.reconciles) - total(before.reconciles)
+	b.logf("controller: %s: %d stores deleted, gone with %d final backups in %.1f s", s.name(), m, res.BackupsDone, res.DeleteSeconds)
+	return nil
 }
 
 // ensureNodes adds fake kwok Nodes until the cluster has room for pods
@@ -351,65 +510,6 @@ func (b *bench) removeBenchNodes(ctx context.Context) error {
 	return nil
 }
 
-// phaseCounters are the counters the phase reports as differences.
-type phaseCounters struct {
-	reconciles map[string]float64 // the controller's, by result
-	requests   map[string]float64 // kube-apiserver's, by verb
-}
-
-func (b *bench) counters(ctx context.Context) (phaseCounters, error) {
-	var c phaseCounters
-	var err error
-	if c.reconciles, err = b.reconciles(ctx); err != nil {
-		return c, err
-	}
-	c.requests, err = b.kubeRequests(ctx)
-	return c, err
-}
-
-// reconciles reads the controller's reconcile counters by result.
-func (b *bench) reconciles(ctx context.Context) (map[string]float64, error) {
-	body, err := b.raw[pKVSAPI].metrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, result := range []string{"success", "error"} {
-		v, err := metricValue(body, fmt.Sprintf(`%s{result="%s"}`, metricReconc, result))
-		if err == nil {
-			out[result] = v
-		}
-	}
-	return out, nil
-}
-
-// kubeRequests sums kube-apiserver's apiserver_request_total by verb.
-func (b *bench) kubeRequests(ctx context.Context) (map[string]float64, error) {
-	body, err := b.raw[pKubeAPI].metrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		_, labels, _ := strings.Cut(line, "{")
-		labels, value, _ := strings.Cut(labels, "} ")
-		var verb string
-		for _, kv := range strings.Split(labels, ",") {
-			if v, ok := strings.CutPrefix(kv, `verb="`); ok {
-				verb = strings.TrimSuffix(v, `"`)
-			}
-		}
-		var f float64
-		if _, err := fmt.Sscan(value, &f); err == nil && verb != "" {
-			out[verb] += f
-		}
-	}
-	return out, nil
-}
-
 // clientSettings states the client rate limits in play, from the processes'
 // command lines (defaults when a flag is absent).
 func clientSettings(p procs) string {
@@ -456,41 +556,164 @@ func cmdlineFlags(p procs, proc string, names ...string) string {
 }
 
 func (b *bench) controllerMarkdown() string {
-	c := b.ctrl
-	if c == nil {
-		return ""
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n### Controller scale: %d stores of %d replicas (%d Pods on %d kwok Nodes), from the first create to all Ready\n\n", c.Stores, c.Replicas, c.Stores*c.Replicas, c.Nodes)
-	fmt.Fprintf(&sb, "Median of %d repetitions, each in a fresh namespace. ", c.Repetitions)
-	fmt.Fprintf(&sb, "Created through the aggregator at concurrency %d; a store counts as Ready when its status says phase Ready for its current generation with every replica ready. Client limits: %s.\n\n", ctrlCreateConc, c.ClientSettings)
-	sb.WriteString("| metric | value |\n|---|--:|\n")
-	fmt.Fprintf(&sb, "| creates done | %.1f s |\n", c.CreateSeconds)
-	for _, k := range []string{"50%", "90%", "100%"} {
-		if v, ok := c.ReadySeconds[k]; ok {
-			fmt.Fprintf(&sb, "| %s of the stores Ready | %.1f s |\n", k, v)
-		} else {
-			fmt.Fprintf(&sb, "| %s of the stores Ready | not reached (%d Ready at the end) |\n", k, c.ReadyAtEnd)
+	var results []*controllerResult
+	for _, s := range b.systems {
+		if r := b.ctrl[s.name()]; r != nil {
+			results = append(results, r)
 		}
 	}
-	fmt.Fprintf(&sb, "| reconciles (errors) | %.0f (%.0f) |\n", c.Reconciles, c.ReconcileErrors)
-	fmt.Fprintf(&sb, "| reconcile rate | %.1f /s |\n", c.ReconcileRate)
-	fmt.Fprintf(&sb, "| reconciles per store | %.1f |\n", c.Reconciles/float64(max(c.Stores, 1)))
-	verbs := make([]string, 0, len(c.KubeRequests))
-	for v := range c.KubeRequests {
-		verbs = append(verbs, v)
+	if len(results) == 0 {
+		return ""
 	}
-	sort.Strings(verbs)
-	for _, v := range verbs {
+	c := results[0]
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n### Controller phase: %d stores of %d replicas and %d proxy replica(s), created → all Ready; then %d deleted → gone with final backups done\n\n",
+		c.Stores, c.Replicas, c.ProxyReplicas, c.Deleted)
+	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
+		"Readiness is polled with a LIST every second on both sides. Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
+		ctrlCreateConc, c.Repetitions)
+	for _, r := range results {
+		fmt.Fprintf(&sb, "- %s: %s\n", r.System, r.ClientSettings)
+	}
+	sb.WriteString("\n| metric |")
+	for _, r := range results {
+		sb.WriteString(" " + r.System + " |")
+	}
+	if len(results) == 2 {
+		fmt.Fprintf(&sb, " %s / %s |", results[0].System, results[1].System)
+	}
+	sb.WriteString("\n|---|")
+	for range results {
+		sb.WriteString("--:|")
+	}
+	if len(results) == 2 {
+		sb.WriteString("--:|")
+	}
+	sb.WriteString("\n")
+	line := func(label, unit string, get func(*controllerResult) (float64, bool)) {
+		var vals []float64
+		var spans []string
+		any := false
+		for _, r := range results {
+			v, ok := get(r)
+			if !ok {
+				v = math.NaN()
+			} else {
+				any = true
+			}
+			vals = append(vals, v)
+			// The range of the repetitions, beside the median.
+			lo, hi, n := math.Inf(1), math.Inf(-1), 0
+			for _, run := range b.ctrlRuns[r.System] {
+				if x, ok := get(run); ok {
+					lo, hi, n = min(lo, x), max(hi, x), n+1
+				}
+			}
+			span := ""
+			if n > 1 {
+				span = fmt.Sprintf(" (%s–%s)", format(lo, unit), format(hi, unit))
+			}
+			spans = append(spans, span)
+		}
+		if !any {
+			return
+		}
+		fmt.Fprintf(&sb, "| %s |", label)
+		for i, v := range vals {
+			cell := format(v, unit)
+			if unit != "" && !math.IsNaN(v) {
+				cell += " " + unit
+			}
+			sb.WriteString(" " + cell + spans[i] + " |")
+		}
+		if len(vals) == 2 {
+			if vals[1] != 0 && !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) {
+				fmt.Fprintf(&sb, " %.2f |", vals[0]/vals[1])
+			} else {
+				sb.WriteString(" – |")
+			}
+		}
+		sb.WriteString("\n")
+	}
+	val := func(f func(*controllerResult) float64) func(*controllerResult) (float64, bool) {
+		return func(r *controllerResult) (float64, bool) { return f(r), true }
+	}
+	key := func(f func(*controllerResult) map[string]float64, k string) func(*controllerResult) (float64, bool) {
+		return func(r *controllerResult) (float64, bool) { v, ok := f(r)[k]; return v, ok }
+	}
+	line("creates done", "s", val(func(r *controllerResult) float64 { return r.CreateSeconds }))
+	for _, k := range []string{"50%", "90%", "100%"} {
+		line(k+" of the stores Ready", "s", key(func(r *controllerResult) map[string]float64 { return r.ReadySeconds }, k))
+	}
+	line("stores Ready at the end", "", val(func(r *controllerResult) float64 { return float64(r.ReadyAtEnd) }))
+	line("reconciles per store", "", val(func(r *controllerResult) float64 { return r.Reconciles / float64(max(r.Stores, 1)) }))
+	line("of which errors (retried)", "", val(func(r *controllerResult) float64 { return r.ReconcileErrors / float64(max(r.Stores, 1)) }))
+	verbs := map[string]bool{}
+	methods := map[string]bool{}
+	for _, r := range results {
+		for v := range r.KubeRequests {
+			verbs[v] = true
+		}
+		for v := range r.KVSRequests {
+			verbs[v] = true
+		}
+		for m := range r.ControllerRequests {
+			methods[m] = true
+		}
+	}
+	for _, v := range sortedKeys(verbs) {
 		if v == "WATCH" || v == "CONNECT" {
 			continue
 		}
-		fmt.Fprintf(&sb, "| kube-apiserver %s requests (all clients) | %.0f |\n", v, c.KubeRequests[v])
+		line("kube-apiserver "+v+" requests per store (all clients)", "", key(func(r *controllerResult) map[string]float64 { return r.KubeRequests }, v))
+		line("kvstore-apiserver "+v+" requests per store (all clients)", "", key(func(r *controllerResult) map[string]float64 { return r.KVSRequests }, v))
 	}
+	for _, m := range sortedKeys(methods) {
+		line("controller's "+m+" requests per store", "", key(func(r *controllerResult) map[string]float64 { return r.ControllerRequests }, m))
+	}
+	total := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
+		return func(r *controllerResult) (float64, bool) {
+			t := 0.0
+			for _, v := range f(r) {
+				t += v
+			}
+			return t, len(f(r)) > 0
+		}
+	}
+	line("CPU, all processes, create → all Ready", "s", total(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }))
 	for _, p := range ctrlProcs {
-		if v, ok := c.CPUSeconds[p]; ok {
-			fmt.Fprintf(&sb, "| CPU %s | %.1f s |\n", p, v)
+		line("CPU "+p, "s", key(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }, p))
+	}
+	line("RSS, all processes, all Ready", "MiB", total(func(r *controllerResult) map[string]float64 { return r.MemoryMiB }))
+	for _, p := range ctrlProcs {
+		line("RSS "+p, "MiB", key(func(r *controllerResult) map[string]float64 { return r.MemoryMiB }, p))
+	}
+	line("deleted stores gone, final backups done", "s", val(func(r *controllerResult) float64 { return r.DeleteSeconds }))
+	line("final backups completed", "", val(func(r *controllerResult) float64 { return float64(r.BackupsDone) }))
+	line("reconciles per deleted store", "", val(func(r *controllerResult) float64 { return r.DeleteReconciles / float64(max(r.Deleted, 1)) }))
+	line("CPU, all processes, deletion", "s", total(func(r *controllerResult) map[string]float64 { return r.DeleteCPUSeconds }))
+	for _, r := range results {
+		if r.TimedOut || r.DeleteTimedOut {
+			fmt.Fprintf(&sb, "\n%s timed out (Ready: %v, deletion: %v): its figures are incomplete.\n", r.System, r.TimedOut, r.DeleteTimedOut)
 		}
 	}
 	return sb.String()
+}
+
+// total sums a map's values.
+func total(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -21,7 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -102,8 +104,12 @@ type config struct {
 	crdPath      string
 	out          string
 	keepCRD      bool
+	seed         uint64
+	systems      string
+	operatorBin  string
 	// The controller phase: stores, replicas each, and how long to wait.
 	ctrlStores   int
+	ctrlDeletes  int
 	ctrlReps     int
 	ctrlReplicas int
 	ctrlTimeout  time.Duration
@@ -125,6 +131,9 @@ func parseFlags(args []string) (config, error) {
 	phases := fs.String("phases", "ops,watch,scale,controller", "which phases to run")
 	ctrlStores := fs.Int("controller-stores", 0, "live stores the controller phase creates (default 1000, 5 with --quick)")
 	fs.IntVar(&c.ctrlReplicas, "controller-replicas", 3, "replicas of each store in the controller phase")
+	ctrlDeletes := fs.Int("controller-deletes", 0, "stores the controller phase then deletes, waiting until they are gone with their final backups done (default 100, 2 with --quick)")
+	fs.StringVar(&c.systems, "systems", sysKVS+","+sysOperatorFlag, "which systems the controller phase runs: "+sysKVS+" (with its embedded controller) and "+sysOperatorFlag+" (the CRD with test/bench/operator)")
+	fs.StringVar(&c.operatorBin, "operator-bin", filepath.Join(root, "_output", "bin", "kvsbench-operator"), "where the operator of test/bench/operator is built to and run from")
 	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
 	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
@@ -132,9 +141,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
 	fs.StringVar(&c.out, "out", filepath.Join(root, "_output", "bench"), "where results.json and results.md go")
 	fs.BoolVar(&c.keepCRD, "keep-crd", false, "leave the bench CRD installed at the end")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the column order of each phase and repetition (default: from the clock; the report records it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
 	pick := func(flagValue, full, quick int) int {
 		if flagValue > 0 {
 			return flagValue
@@ -151,10 +163,14 @@ func parseFlags(args []string) (config, error) {
 	c.watchWrites = pick(c.watchWrites, 100, 10)
 	c.listRepeat = pick(c.listRepeat, 3, 1)
 	c.ctrlStores = pick(*ctrlStores, 1000, 5)
+	c.ctrlDeletes = pick(*ctrlDeletes, 100, 2)
 	c.ctrlReps = pick(*ctrlReps, 3, 1)
 	c.idle, c.memSettle, c.steadyMemory = 5*time.Second, 90*time.Second, true
 	if c.quick {
 		c.idle, c.memSettle, c.steadyMemory = time.Second, 0, false
+		if !setFlags["controller-timeout"] {
+			c.ctrlTimeout = 3 * time.Minute
+		}
 	}
 	var err error
 	if c.watchers, err = intList(*watchers, "1,50,100", "1,10", c.quick); err != nil {
@@ -233,11 +249,17 @@ type bench struct {
 	lists   []listVariant
 	raw     map[string]*rawClient // by process, for /metrics and pprof
 
-	kube         kubernetes.Interface
-	dyn          dynamic.Interface
-	kvsDirect    kvsclient.KeyValueStoreInterface
-	kvsViaKube   versioned.Interface // protobuf, through the aggregator
-	ctrl         *controllerResult
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	kvsDirect  kvsclient.KeyValueStoreInterface
+	kvsViaKube versioned.Interface // protobuf, through the aggregator
+	// systems are the controller phase's; ctrl their results by name;
+	// ctrlUsed the namespaces they still hold, for the cleanup.
+	systems      []system
+	operator     *operatorSystem
+	ctrl         map[string]*controllerResult
+	ctrlRuns     map[string][]*controllerResult
+	ctrlUsed     map[string]system
 	crClient     dynamic.ResourceInterface
 	etcdKVS      *clientv3.Client
 	etcdKube     *clientv3.Client
@@ -253,6 +275,10 @@ type bench struct {
 	// objects existed; every repetition's memory growth is measured from it
 	// (see scalePhase).
 	memBaseline *memSnap
+
+	// rng orders the columns of every phase and repetition (seeded by
+	// --seed, recorded with the order in meta).
+	rng *rand.Rand
 
 	contentTypes sync.Map
 	mu           sync.Mutex
@@ -290,7 +316,11 @@ func (b *bench) problem(format string, args ...interface{}) {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures()}
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	b := &bench{cfg: cfg, log: os.Stderr, figs: newFigures(), rng: rand.New(rand.NewPCG(cfg.seed, 0)),
+		ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}, ctrlUsed: map[string]system{}}
 	crd, err := loadCRD(cfg.crdPath)
 	if err != nil {
 		return err
@@ -299,13 +329,20 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
+	if cfg.phases["controller"] && strings.Contains(cfg.systems, sysOperatorFlag) {
+		// Before the stack is up: a first build of controller-runtime takes a while.
+		b.logf("building the operator into %s", cfg.operatorBin)
+		if err := buildOperator(ctx, cfg.operatorBin, os.Stderr); err != nil {
+			return err
+		}
+	}
 	stack, err := framework.EnsureStack(ctx, os.Stderr)
 	if err != nil {
 		return err
 	}
 	// A stack this run brought up is torn down even after an interrupt.
 	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
-	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids")}
+	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids"), extra: map[string]int{}}
 
 	if err := b.connect(stack); err != nil {
 		return err
@@ -335,6 +372,22 @@ func run(ctx context.Context, cfg config) (err error) {
 	}()
 	if err := b.probe(ctx); err != nil {
 		return err
+	}
+	if cfg.phases["controller"] {
+		for _, name := range strings.Split(cfg.systems, ",") {
+			switch strings.TrimSpace(name) {
+			case sysKVS:
+				b.systems = append(b.systems, kvsSystem{b})
+			case sysOperatorFlag:
+				b.operator = &operatorSystem{b: b, bin: cfg.operatorBin}
+				if err := b.operator.credentials(ctx, stack); err != nil {
+					return err
+				}
+				b.systems = append(b.systems, b.operator)
+			default:
+				return fmt.Errorf("--systems: unknown system %q", name)
+			}
+		}
 	}
 
 	for rep := 1; rep <= cfg.reps; rep++ {
@@ -505,10 +558,16 @@ func (b *bench) connect(stack *framework.Stack) error {
 }
 
 // wire copies cfg for one wire format, recording the Content-Type of the
-// column's first response so the report can show what was really used. A
-// wrapped transport is not shared, so every column has its own connection.
+// column's first response so the report can show what was really used.
+//
+// client-go caches transports by TLS settings, so every config with the same
+// certificates would share one *http.Transport (one HTTP/2 connection per
+// server) whatever WrapTransport says. A Proxy function makes a config
+// uncacheable: each column then gets a transport, and a connection, of its
+// own. It returns no proxy, as the default would for 127.0.0.1.
 func (b *bench) wire(col string, cfg *rest.Config, proto bool) *rest.Config {
 	c := rest.CopyConfig(cfg)
+	c.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	if proto {
 		c.ContentType, c.AcceptContentTypes = ctProtobuf, ctProtobuf
 	} else {
@@ -652,19 +711,37 @@ func (b *bench) teardown(ctx context.Context) error {
 	if err := b.memCR.Delete(ctx, memObject); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	// The operator of the controller phase watches every namespace, so it
+	// has put its finalizer on this one too; nobody runs it now.
+	if _, err := b.memCR.client.Patch(ctx, memObject, types.MergePatchType, removeFinalizers, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
 	memKey := fmt.Sprintf("/registry/kvstore.io/keyvaluestores/%s/%s", b.memNamespace(), memObject)
 	if err := b.waitGone(ctx, "quiesce store", func() (int64, error) { return countKeys(ctx, b.etcdKVS, memKey) }, nil); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
 	nss := []string{b.cfg.namespace, b.memNamespace()}
-	if b.ctrl != nil {
-		// Live stores: their teardown scales the data tier down first.
-		b.logf("cleaning up namespace %s (%d live stores) and the fake Nodes added", b.ctrlNamespace(), b.ctrl.Stores)
-		nss = append(nss, b.ctrlNamespace())
+	for ns, s := range b.ctrlUsed {
+		// Live stores left by a failed run. Nobody runs the operator now:
+		// its custom resources are released by the benchmark.
+		b.logf("cleaning up namespace %s of %s", ns, s.name())
+		if op, ok := s.(*operatorSystem); ok {
+			if err := op.releaseCRs(ctx); err != nil {
+				b.logf("cleanup: %v", err)
+			}
+		}
+		nss = append(nss, ns)
+	}
+	if len(b.systems) > 0 {
 		defer func() {
 			if err := b.removeBenchNodes(ctx); err != nil {
 				b.logf("cleanup: nodes: %v", err)
+			}
+			if b.operator != nil {
+				if err := b.operator.removeCredentials(ctx); err != nil {
+					b.logf("cleanup: operator credentials: %v", err)
+				}
 			}
 		}()
 	}
@@ -763,6 +840,90 @@ func storedFormat(v []byte) string {
 	return "unknown"
 }
 
+// order returns the timed columns in this repetition's order for phase,
+// shuffled, and records it: a column measured first or last in every
+// repetition would carry the machine's drift alone.
+func (b *bench) order(phase string, rep int) []target {
+	ts := append([]target(nil), b.targets...)
+	b.rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID()
+	}
+	b.mu.Lock()
+	b.meta.Orders = append(b.meta.Orders, fmt.Sprintf("%s rep %d: %s", phase, rep, strings.Join(ids, ", ")))
+	b.mu.Unlock()
+	return ts
+}
+
+// featureGates compares the feature gates both API servers report and says
+// which per-request-cost setting each runs with.
+func featureGates(ctx context.Context, b *bench) ([]string, string) {
+	gates := map[string]map[string]string{}
+	for _, p := range []string{pKubeAPI, pKVSAPI} {
+		body, err := b.raw[p].metrics(ctx)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			rest, ok := strings.CutPrefix(line, "kubernetes_feature_enabled{")
+			if !ok {
+				continue
+			}
+			labels, value, _ := strings.Cut(rest, "} ")
+			name := ""
+			for _, kv := range strings.Split(labels, ",") {
+				if v, ok := strings.CutPrefix(kv, `name="`); ok {
+					name = strings.TrimSuffix(v, `"`)
+				}
+			}
+			if gates[name] == nil {
+				gates[name] = map[string]string{}
+			}
+			gates[name][p] = map[string]string{"1": "on", "0": "off"}[strings.TrimSpace(value)]
+		}
+	}
+	var diff []string
+	for name, v := range gates {
+		if v[pKubeAPI] != v[pKVSAPI] && v[pKubeAPI] != "" && v[pKVSAPI] != "" {
+			diff = append(diff, fmt.Sprintf("%s: kube-apiserver %s, kvstore-apiserver %s", name, v[pKubeAPI], v[pKVSAPI]))
+		}
+	}
+	sort.Strings(diff)
+	kvsReports := false
+	for _, v := range gates {
+		if v[pKVSAPI] != "" {
+			kvsReports = true
+		}
+	}
+	wlc := gates["WatchListCompression"]
+	if !kvsReports {
+		// kvstore-apiserver exports no kubernetes_feature_enabled: its
+		// setting is its default unless its command line says otherwise.
+		flags := cmdlineFlags(b.procs, pKVSAPI, "--feature-gates")
+		if wlc == nil {
+			wlc = map[string]string{}
+		}
+		wlc[pKVSAPI] = "off (its default) unless its command line turns it on: " + orUnknown(flags)
+		if flags == "" {
+			wlc[pKVSAPI] = "off (its default; no --feature-gates on its command line)"
+		}
+		diff = []string{"not known: kvstore-apiserver does not export kubernetes_feature_enabled"}
+	}
+	compression := fmt.Sprintf("WatchListCompression is %s in kube-apiserver and %s in kvstore-apiserver (each server's default; the benchmark cannot change kube-apiserver's flags). "+
+		"It gzips watch-list streams (informers' initial list and every later event) for clients that accept gzip. The ops and watch phases use plain GET/PUT/watch requests, which it does not touch; "+
+		"LISTs are measured both with and without gzip; the controller phase's CPU includes it wherever an informer of a controller, of kube-controller-manager or of the operator watches kube-apiserver with client-go's defaults (gzip accepted)",
+		orUnknown(wlc[pKubeAPI]), orUnknown(wlc[pKVSAPI]))
+	return diff, compression
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
 // meta describes the machine and the run.
 type meta struct {
 	Mode        string      `json:"mode"`
@@ -782,6 +943,14 @@ type meta struct {
 	Config      string      `json:"config"`
 	Objects     objectSizes `json:"objects"`
 	WireFormats []string    `json:"wire_formats"`
+	Seed        uint64      `json:"seed"`
+	// Orders are the column orders used, one line per phase and repetition.
+	Orders []string `json:"orders"`
+	// FeatureGates are the gates whose state differs between kube-apiserver
+	// and kvstore-apiserver (from kubernetes_feature_enabled on /metrics).
+	FeatureGates []string `json:"feature_gates_differing"`
+	// Compression is what the report says about WatchListCompression.
+	Compression string `json:"compression"`
 }
 
 type objectSizes struct {
@@ -796,7 +965,7 @@ type objectSizes struct {
 
 func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 	m := meta{
-		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2, one connection per column; admin (system:masters, exempt from priority and fairness)",
+		ClientQPS: "client-go rest.Config QPS=-1 (client-side rate limiter off); HTTP/2; each timed column of the ops and watch phases has a transport and connection of its own (client-go's transport cache bypassed); the LIST variants of one server share one connection and run one after the other; admin (system:masters, exempt from priority and fairness)",
 		Mode:      "full",
 		// Not os.Args[0]: under `go run` (make bench) that is a temporary path.
 		Command:   strings.TrimSpace("kvsbench " + strings.Join(os.Args[1:], " ")),
@@ -852,6 +1021,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.KVSBinary += fmt.Sprintf(", running since %s", st.ModTime().UTC().Format(time.RFC3339))
 		}
 	}
+	m.Seed = cfg.seed
+	m.FeatureGates, m.Compression = featureGates(ctx, b)
 	m.EtcdFsync = "on (no --unsafe-no-fsync)"
 	for _, n := range []string{pEtcdKube, pEtcdKVS} {
 		pid, err := b.procs.pid(n)
@@ -862,8 +1033,8 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
 		}
 	}
-	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d controller-reps=%d phases=%s",
-		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, cfg.ctrlReps, phaseList(cfg.phases))
+	m.Config = fmt.Sprintf("reps=%d scale-reps=%d ops-c1=%d ops-c16=%d watchers=%v watch-writes=%d list-sizes=%v list-repeat=%d controller-stores=%d×%d controller-deletes=%d controller-reps=%d systems=%s phases=%s",
+		cfg.reps, cfg.scaleReps, cfg.opsC1, cfg.opsC16, cfg.watchers, cfg.watchWrites, cfg.listSizes, cfg.listRepeat, cfg.ctrlStores, cfg.ctrlReplicas, cfg.ctrlDeletes, cfg.ctrlReps, cfg.systems, phaseList(cfg.phases))
 	return m
 }
 

@@ -32,11 +32,16 @@ var measuredProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pKCM, pClie
 
 type procs struct {
 	pidDir string
+	// extra are processes the benchmark started itself (the operator).
+	extra map[string]int
 }
 
 func (p procs) pid(name string) (int, error) {
 	if name == pClient {
 		return os.Getpid(), nil
+	}
+	if pid, ok := p.extra[name]; ok {
+		return pid, nil
 	}
 	b, err := os.ReadFile(filepath.Join(p.pidDir, name+".pid"))
 	if err != nil {

@@ -55,6 +55,22 @@ func (f *figures) get(metric, column string) (float64, bool) {
 	return fig.Median, true
 }
 
+// span returns the smallest and largest repetition of a figure and how many
+// there were.
+func (f *figures) span(metric, column string) (lo, hi float64, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fig := f.m[metric][column]
+	if fig == nil || len(fig.Reps) == 0 {
+		return math.NaN(), math.NaN(), 0
+	}
+	lo, hi = fig.Reps[0], fig.Reps[0]
+	for _, v := range fig.Reps {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi, len(fig.Reps)
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()

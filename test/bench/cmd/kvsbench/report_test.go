@@ -1,0 +1,91 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHeadlineNamesTheWeakerReading(t *testing.T) {
+	f := func(v float64, met bool) side { return side{Value: &v, Met: &met} }
+	for _, tc := range []struct {
+		name string
+		c    check
+		want string
+	}{
+		{"higher is better, like for like weaker", check{Higher: true, Best: f(3.6, true), Like: f(2.5, false)}, "**missed**; weaker: like for like, 2.50"},
+		{"lower is better, best vs best weaker", check{Best: f(3.6, false), Like: f(2.8, false)}, "**missed**; weaker: best vs best, 3.60"},
+		{"both met", check{Best: f(0.81, true), Like: f(0.82, true)}, "**met**; weaker: like for like, 0.82"},
+		{"equal", check{Best: f(0.4, false), Like: f(0.4, false)}, "**missed**; weaker: both readings, 0.40"},
+		{"one side", check{Best: f(1.2, true), Like: side{Measured: "–"}}, "**met** (best vs best; like for like not measured)"},
+		{"none", check{}, "not measured"},
+	} {
+		if got := headline(tc.c); got != tc.want {
+			t.Errorf("%s: headline = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSumMetric(t *testing.T) {
+	body := []byte(strings.Join([]string{
+		"# HELP rest_client_requests_total Number of HTTP requests",
+		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 10`,
+		`rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3`,
+		`rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2`,
+		`rest_client_requests_totalx{method="GET"} 100`,
+		`plain_counter 7`,
+	}, "\n"))
+	got := sumMetric(body, "rest_client_requests_total", "method")
+	if got["GET"] != 12 || got["POST"] != 3 || len(got) != 2 {
+		t.Errorf("by method: %v", got)
+	}
+	if all := sumMetric(body, "rest_client_requests_total", "")[""]; all != 15 {
+		t.Errorf("sum: %v, want 15", all)
+	}
+	if v := sumMetric(body, "plain_counter", "")[""]; v != 7 {
+		t.Errorf("unlabelled: %v, want 7", v)
+	}
+}
+
+func TestCellShowsRangeOfRepetitions(t *testing.T) {
+	b := &bench{figs: newFigures()}
+	b.figs.add("m", "A", "ms", 3)
+	if got := b.cell("m", "A", "ms"); got != "3.00" {
+		t.Errorf("one repetition: %q", got)
+	}
+	b.figs.add("m", "A", "ms", 5)
+	b.figs.add("m", "A", "ms", 4)
+	if got := b.cell("m", "A", "ms"); got != "4.00 (3.00–5.00)" {
+		t.Errorf("three repetitions: %q", got)
+	}
+}
+
+func TestPerStore(t *testing.T) {
+	got := perStore(map[string]float64{"GET": 10, "PUT": 5}, map[string]float64{"GET": 30, "PUT": 5, "POST": 8}, 4)
+	if got["GET"] != 5 || got["POST"] != 2 || len(got) != 2 {
+		t.Errorf("perStore = %v", got)
+	}
+}
+
+func TestControllerMarkdownShowsBothSystemsWithRanges(t *testing.T) {
+	b := &bench{ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}}
+	b.systems = []system{kvsSystem{b}, &operatorSystem{b: b}}
+	run := func(sys string, ready float64) *controllerResult {
+		return &controllerResult{System: sys, Stores: 10, Replicas: 3, ProxyReplicas: 1, Deleted: 2, Reconciles: 70,
+			ReadySeconds: map[string]float64{"50%": ready / 2, "90%": ready * 0.9, "100%": ready},
+			CPUSeconds:   map[string]float64{pKubeAPI: 2}, MemoryMiB: map[string]float64{pKubeAPI: 300}}
+	}
+	for _, sys := range []string{sysKVS, sysOperator} {
+		b.ctrlRuns[sys] = []*controllerResult{run(sys, 10), run(sys, 12), run(sys, 14)}
+		b.ctrl[sys] = medianResult(b.ctrlRuns[sys])
+	}
+	md := b.controllerMarkdown()
+	for _, want := range []string{
+		"| metric | kvstore-apiserver | CRD + operator | kvstore-apiserver / CRD + operator |",
+		"| 100% of the stores Ready | 12.0 s (10.0–14.0) | 12.0 s (10.0–14.0) | 1.00 |",
+		"| reconciles per store | 7.00 (7.00–7.00) | 7.00 (7.00–7.00) | 1.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+}
