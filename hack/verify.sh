@@ -10,12 +10,15 @@ if [[ -n "${unformatted}" ]]; then echo "not gofmt'ed:"; echo "${unformatted}"; 
 
 echo ">> go vet"
 go vet ./...
+# The benchmark's operator baseline is a module of its own (controller-runtime
+# stays out of the product's go.mod).
+(cd test/bench/operator && go vet ./...)
 
 echo ">> codegen"
 hack/verify-codegen.sh
 
 echo ">> go mod tidy"
-for dir in . hack/tools hack/tools/etcd; do
+for dir in . hack/tools hack/tools/etcd test/bench/operator; do
   (cd "${dir}" && cp go.mod /tmp/verify.go.mod && cp go.sum /tmp/verify.go.sum \
     && go mod tidy && if ! git diff --quiet -- go.mod go.sum; then
       git diff -- go.mod go.sum; cp /tmp/verify.go.mod go.mod; cp /tmp/verify.go.sum go.sum
