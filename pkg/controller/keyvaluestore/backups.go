@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,7 +286,9 @@ func (c *Controller) updateBackupStatus(ctx context.Context, b *v1alpha1.KeyValu
 		next.Status.Conditions[i].ObservedGeneration = b.Generation
 	}
 	next.Status.ObservedGeneration = b.Generation
-	if equalBackupStatus(b.Status, next.Status) {
+	// SetStatusCondition keeps lastTransitionTime of an unchanged condition,
+	// so an unchanged status compares equal.
+	if apiequality.Semantic.DeepEqual(b.Status, next.Status) {
 		return nil
 	}
 	updated, err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -297,22 +300,6 @@ func (c *Controller) updateBackupStatus(ctx context.Context, b *v1alpha1.KeyValu
 		c.recorder.Event(b, eventType, reason, b.Status.Message)
 	}
 	return nil
-}
-
-// equalBackupStatus ignores lastTransitionTime, which SetStatusCondition
-// keeps for an unchanged condition anyway.
-func equalBackupStatus(a, b v1alpha1.KeyValueStoreBackupStatus) bool {
-	if len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		if !sameCondition(&a.Conditions[i], &b.Conditions[i]) {
-			return false
-		}
-	}
-	a.Conditions, b.Conditions = nil, nil
-	return a.Phase == b.Phase && a.ObservedGeneration == b.ObservedGeneration && a.StartTime.Equal(b.StartTime) &&
-		a.CompletionTime.Equal(b.CompletionTime) && a.JobName == b.JobName && a.Attempts == b.Attempts && a.Message == b.Message
 }
 
 // pruneFailedJobs deletes all but the newest failed attempts' Jobs of a backup.

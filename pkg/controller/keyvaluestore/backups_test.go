@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -97,7 +98,7 @@ func TestBackupFailsAfterItsAttempts(t *testing.T) {
 	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
 	assert.Equal(t, int32(backupAttemptLimit), b.Status.Attempts)
 	assert.Contains(t, b.Status.Message, "no attempts left")
-	c := findCondition(b.Status.Conditions, BackupConditionFailed)
+	c := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed)
 	require.NotNil(t, c)
 	assert.Equal(t, ReasonAttemptsExhausted, c.Reason)
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning AttemptsExhausted")
@@ -111,14 +112,14 @@ func TestBackupThatCannotRunFails(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
-		assert.Equal(t, ReasonBackupNotConfigured, findCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
+		assert.Equal(t, ReasonBackupNotConfigured, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
 	})
 	t.Run("no such store", func(t *testing.T) {
 		f := newFixture(t, nil, newBackup("b", v1alpha1.BackupReasonManual))
 		_, err := f.c.sync(context.Background(), "ns/s")
 		require.NoError(t, err)
 		assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
-		assert.Equal(t, ReasonStoreNotFound, findCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
+		assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
 	})
 	t.Run("store in the server but not yet in the cache", func(t *testing.T) {
 		kvs := newStore(withBackup)
@@ -145,13 +146,4 @@ func TestBackupJobIsControlledByTheBackup(t *testing.T) {
 	for _, w := range own {
 		assert.NotContains(t, w, "delete", "no backup is deleted")
 	}
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }

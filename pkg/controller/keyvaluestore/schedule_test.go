@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -116,7 +117,7 @@ func TestSchedulePrunesBeyondKeep(t *testing.T) {
 	assert.NotContains(t, own, "delete keyvaluestorebackups final")
 	// The 12:00 slot (newest 11:00 backup, now 12:00) is due.
 	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, testNow))
-	cond := findCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 }
@@ -132,7 +133,7 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 		require.NoError(t, err)
 		f.refreshCache("ns")
 	}
-	cond := findCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Contains(t, cond.Message, "attempt 3 of 3 failed")
