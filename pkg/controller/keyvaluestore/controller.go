@@ -191,16 +191,25 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	}
 	c.synced = append(c.synced, backupInformer.HasSynced)
 
-	// Owned objects whose every change matters: status is computed from the
-	// StatefulSet and the proxy Deployment, teardown waits on the backup Job,
-	// and a Service may drift at any time.
-	for _, inf := range []cache.SharedIndexInformer{
-		kubeInformers.Apps().V1().StatefulSets().Informer(),
-		kubeInformers.Apps().V1().Deployments().Informer(),
-		kubeInformers.Core().V1().Services().Informer(),
-		kubeInformers.Batch().V1().Jobs().Informer(),
+	// Owned objects. Status is computed from a few fields of the StatefulSet's
+	// and the proxy Deployment's status (the workload controllers write
+	// others, e.g. conditions and available counts, in separate updates that
+	// would each cost an idle reconcile); a Service's status is never read;
+	// backups and the teardown read every part of a Job.
+	for _, w := range []struct {
+		inf     cache.SharedIndexInformer
+		changed func(old, new any) bool
+	}{
+		{kubeInformers.Apps().V1().StatefulSets().Informer(), statefulSetChanged},
+		{kubeInformers.Apps().V1().Deployments().Informer(), deploymentChanged},
+		{kubeInformers.Core().V1().Services().Informer(), specOrMetadataChanged},
+		{kubeInformers.Batch().V1().Jobs().Informer(), nil},
 	} {
-		if err := c.watchOwned(inf, c.enqueueOwner); err != nil {
+		var opts []watchOption
+		if w.changed != nil {
+			opts = append(opts, withUpdateFilter(w.changed))
+		}
+		if err := c.watchOwned(w.inf, c.enqueueOwner, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -210,15 +219,20 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		withUpdateFilter(specOrMetadataChanged)); err != nil {
 		return nil, err
 	}
-	// Pods and claims matter only to a teardown (it waits for the Pods to go
-	// and deletes claims); during normal operation the StatefulSet's status
-	// already sums the Pods up, and every Pod going Ready would otherwise
-	// cost a full reconcile.
-	for _, inf := range []cache.SharedIndexInformer{
-		kubeInformers.Core().V1().Pods().Informer(),
-		kubeInformers.Core().V1().PersistentVolumeClaims().Informer(),
+	// Pods and claims matter only to a teardown (it waits for the Pods to go,
+	// deletes the highest unready data Pod, and deletes claims); during normal
+	// operation the StatefulSet's status already sums the Pods up, and every
+	// Pod going Ready would otherwise cost a full reconcile. Even in a
+	// teardown, only their going, their deletion starting and a Pod's
+	// readiness count: a terminating Pod's other status updates do not.
+	for _, w := range []struct {
+		inf     cache.SharedIndexInformer
+		changed func(old, new any) bool
+	}{
+		{kubeInformers.Core().V1().Pods().Informer(), podChanged},
+		{kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), specOrMetadataChanged},
 	} {
-		if err := c.watchOwned(inf, c.enqueueOwnerIfTearingDown); err != nil {
+		if err := c.watchOwned(w.inf, c.enqueueOwnerIfTearingDown, withUpdateFilter(w.changed)); err != nil {
 			return nil, err
 		}
 	}
@@ -266,6 +280,60 @@ func specOrMetadataChanged(old, new interface{}) bool {
 	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) || !reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
 		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+}
+
+// statefulSetStatusRead is the part of a StatefulSet's status that observe,
+// statefulSetReady and the teardown read.
+type statefulSetStatusRead struct {
+	observedGeneration                       int64
+	replicas, readyReplicas, updatedReplicas int32
+	currentRevision, updateRevision          string
+}
+
+// statefulSetChanged is false for an update that changed only status fields
+// the controller does not read.
+func statefulSetChanged(old, new any) bool {
+	o, ok1 := old.(*appsv1.StatefulSet)
+	n, ok2 := new.(*appsv1.StatefulSet)
+	if !ok1 || !ok2 {
+		return true
+	}
+	read := func(s appsv1.StatefulSetStatus) statefulSetStatusRead {
+		return statefulSetStatusRead{s.ObservedGeneration, s.Replicas, s.ReadyReplicas, s.UpdatedReplicas, s.CurrentRevision, s.UpdateRevision}
+	}
+	return specOrMetadataChanged(old, new) || read(o.Status) != read(n.Status)
+}
+
+// deploymentStatusRead is the part of a Deployment's status that observe
+// and deploymentReady read.
+type deploymentStatusRead struct {
+	observedGeneration                                          int64
+	replicas, updatedReplicas, readyReplicas, availableReplicas int32
+}
+
+// deploymentChanged is false for an update that changed only status fields
+// the controller does not read.
+func deploymentChanged(old, new any) bool {
+	o, ok1 := old.(*appsv1.Deployment)
+	n, ok2 := new.(*appsv1.Deployment)
+	if !ok1 || !ok2 {
+		return true
+	}
+	read := func(s appsv1.DeploymentStatus) deploymentStatusRead {
+		return deploymentStatusRead{s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
+	}
+	return specOrMetadataChanged(old, new) || read(o.Status) != read(n.Status)
+}
+
+// podChanged is false for an update that changed neither the Pod's
+// metadata (its deletion starting included) nor its readiness.
+func podChanged(old, new any) bool {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := new.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return specOrMetadataChanged(old, new) || podReady(o) != podReady(n)
 }
 
 // enqueueOwnerIfTearingDown enqueues the owning store only while it is

@@ -743,3 +743,51 @@ func TestTeardownKeepsClaimsOlderThanTheStore(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete persistentvolumeclaims data-s-0"}, kube)
 }
+
+// Updates of workloads, Pods and claims enqueue the store only when they
+// change what the controller reads; each workload controller writes its
+// other status fields (conditions, available and current counts) separately.
+func TestWorkloadUpdatesThatMatter(t *testing.T) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Generation: 1}}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Generation: 1}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	readyPod := pod.DeepCopy()
+	readyPod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	cases := []struct {
+		name    string
+		changed func(old, new any) bool
+		old     runtime.Object
+		mutate  func(runtime.Object)
+		enqueue bool
+	}{
+		{"sts ready replicas", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Status.ReadyReplicas = 1 }, true},
+		{"sts revision", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Status.CurrentRevision = "r2" }, true},
+		{"sts observed generation", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Status.ObservedGeneration = 1 }, true},
+		{"sts spec", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Generation = 2 }, true},
+		{"sts available replicas", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Status.AvailableReplicas = 1 }, false},
+		{"sts current replicas", statefulSetChanged, sts, func(o runtime.Object) { o.(*appsv1.StatefulSet).Status.CurrentReplicas = 1 }, false},
+		{"deployment available replicas", deploymentChanged, deploy, func(o runtime.Object) { o.(*appsv1.Deployment).Status.AvailableReplicas = 1 }, true},
+		{"deployment ready replicas", deploymentChanged, deploy, func(o runtime.Object) { o.(*appsv1.Deployment).Status.ReadyReplicas = 1 }, true},
+		{"deployment labels", deploymentChanged, deploy, func(o runtime.Object) { o.(*appsv1.Deployment).Labels = map[string]string{"a": "b"} }, true},
+		{"deployment conditions", deploymentChanged, deploy, func(o runtime.Object) {
+			o.(*appsv1.Deployment).Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing}}
+		}, false},
+		{"deployment unavailable replicas", deploymentChanged, deploy, func(o runtime.Object) { o.(*appsv1.Deployment).Status.UnavailableReplicas = 1 }, false},
+		{"pod deletion starts", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).DeletionTimestamp = &metav1.Time{Time: testNow} }, true},
+		{"pod becomes ready", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions = readyPod.Status.Conditions }, true},
+		{"pod stops being ready", podChanged, readyPod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"pod phase", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Phase = corev1.PodSucceeded }, false},
+		{"claim deletion starts", specOrMetadataChanged, claim, func(o runtime.Object) {
+			o.(*corev1.PersistentVolumeClaim).DeletionTimestamp = &metav1.Time{Time: testNow}
+		}, true},
+		{"claim bound", specOrMetadataChanged, claim, func(o runtime.Object) { o.(*corev1.PersistentVolumeClaim).Status.Phase = corev1.ClaimBound }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			next := tc.old.DeepCopyObject()
+			tc.mutate(next)
+			assert.Equal(t, tc.enqueue, tc.changed(tc.old, next))
+		})
+	}
+}

@@ -236,11 +236,14 @@ func main() {
 }
 
 type bench struct {
-	cfg   config
-	log   io.Writer
-	figs  *figures
-	procs procs
-	meta  meta
+	cfg config
+	// crdServedAt is when the bench CRD became Established (see
+	// awaitGCDiscovery).
+	crdServedAt time.Time
+	log         io.Writer
+	figs        *figures
+	procs       procs
+	meta        meta
 
 	targets []target
 	a       *crTarget
@@ -356,6 +359,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := b.applyCRD(ctx, crd); err != nil {
 		return err
 	}
+	b.crdServedAt = time.Now()
 	if err := b.prepareNamespace(ctx); err != nil {
 		return err
 	}
