@@ -76,6 +76,7 @@ func TestBackupOnDemand(t *testing.T) {
 
 	job, err := kube.BatchV1().Jobs(ns).Get(ctx, b.Status.JobName, metav1.GetOptions{})
 	require.NoError(t, err)
+	assertControlledAsTheGarbageCollectorSeesIt(t, kube, job, "KeyValueStoreBackup", b.UID)
 	env := map[string]string{}
 	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value

@@ -132,16 +132,41 @@ func TestControllerCreateToReadyProxyAfterData(t *testing.T) {
 
 	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "ready", metav1.GetOptions{})
 	require.NoError(t, err)
-	owner := metav1.GetControllerOf(sts)
-	require.NotNil(t, owner)
-	assert.Equal(t, "KeyValueStore", owner.Kind)
-	assert.Equal(t, got.UID, owner.UID)
+	owned := []metav1.Object{sts}
 	for _, svc := range []string{"ready", "ready-headless"} {
-		_, err := kube.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
-		assert.NoError(t, err, svc)
+		s, err := kube.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+		require.NoError(t, err, svc)
+		owned = append(owned, s)
 	}
-	_, err = kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "ready", metav1.GetOptions{})
-	assert.NoError(t, err)
+	pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "ready", metav1.GetOptions{})
+	require.NoError(t, err)
+	proxy, err := kube.AppsV1().Deployments(ns).Get(ctx, "ready-proxy", metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, o := range append(owned, pdb, proxy) {
+		assertControlledAsTheGarbageCollectorSeesIt(t, kube, o, "KeyValueStore", got.UID)
+	}
+}
+
+// assertControlledAsTheGarbageCollectorSeesIt checks obj's controller
+// reference names its owner in the group's preferred version: the garbage
+// collector observes owners in that version, and verifies a dependent whose
+// reference names another version by reading the owner back through the
+// aggregator (one GET per dependent and event).
+func assertControlledAsTheGarbageCollectorSeesIt(t *testing.T, kube kubernetes.Interface, obj metav1.Object, kind string, uid types.UID) {
+	t.Helper()
+	owner := metav1.GetControllerOf(obj)
+	require.NotNil(t, owner, obj.GetName())
+	assert.Equal(t, kind, owner.Kind, obj.GetName())
+	assert.Equal(t, uid, owner.UID, obj.GetName())
+	groups, err := kube.Discovery().ServerGroups()
+	require.NoError(t, err)
+	for _, g := range groups.Groups {
+		if g.Name == v1alpha1.GroupName {
+			assert.Equal(t, g.PreferredVersion.GroupVersion, owner.APIVersion, "%s's controller reference", obj.GetName())
+			return
+		}
+	}
+	t.Fatalf("group %s not discovered", v1alpha1.GroupName)
 }
 
 // phases records every phase a store's watch shows, in order.

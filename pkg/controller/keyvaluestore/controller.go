@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -357,13 +358,20 @@ func owner(obj interface{}) (namespace, name string) {
 	if !ok {
 		return "", ""
 	}
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "KeyValueStore" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "KeyValueStore" && inGroup(ref.APIVersion) {
 		return m.GetNamespace(), ref.Name
 	}
 	if m.GetLabels()[LabelManagedBy] == ManagedBy {
 		return m.GetNamespace(), m.GetLabels()[LabelInstance]
 	}
 	return "", ""
+}
+
+// inGroup says apiVersion is a version of kvstore.io: references written
+// before the preferred version changed name an older one.
+func inGroup(apiVersion string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == v1alpha1.GroupName
 }
 
 func (c *Controller) enqueue(obj interface{}) {
