@@ -174,6 +174,7 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 		}),
 		kubeinformers.WithTransform(CacheTransform))
 	kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0, kvsinformers.WithTransform(CacheTransform))
+	nsInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(CacheTransform))
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -184,13 +185,15 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: FieldManager})
 
-	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, recorder)
+	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, nsInf.Core().V1().Namespaces(), recorder)
 	if err != nil {
 		return err
 	}
 	kubeInf.Start(ctx.Done())
 	kvsInf.Start(ctx.Done())
+	nsInf.Start(ctx.Done())
 	defer kubeInf.Shutdown()
 	defer kvsInf.Shutdown()
+	defer nsInf.Shutdown()
 	return ctrl.Run(ctx, cfg.Workers)
 }

@@ -23,6 +23,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -52,8 +53,10 @@ type Controller struct {
 	backupIndex cache.Indexer
 	pods        corelisters.PodLister
 	claims      corelisters.PersistentVolumeClaimLister
-	jobs        batchlisters.JobLister
-	synced      []cache.InformerSynced
+	// namespaces is unfiltered (namespaces carry no label of ours).
+	namespaces corelisters.NamespaceLister
+	jobs       batchlisters.JobLister
+	synced     []cache.InformerSynced
 
 	// The kinds the controller applies, each with its cache, live read,
 	// extraction of our applied fields and apply call.
@@ -71,22 +74,24 @@ type Controller struct {
 var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
 // newController wires a Controller to informers. Kube informers should be
-// filtered to objects labelled app.kubernetes.io/managed-by=kvstore-apiserver.
-func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
+// filtered to objects labelled app.kubernetes.io/managed-by=kvstore-apiserver;
+// the namespace informer is not.
+func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, namespaces coreinformers.NamespaceInformer, recorder record.EventRecorder) (*Controller, error) {
 	stsLister := kubeInformers.Apps().V1().StatefulSets().Lister()
 	deployLister := kubeInformers.Apps().V1().Deployments().Lister()
 	svcLister := kubeInformers.Core().V1().Services().Lister()
 	pdbLister := kubeInformers.Policy().V1().PodDisruptionBudgets().Lister()
 	jobLister := kubeInformers.Batch().V1().Jobs().Lister()
 	c := &Controller{
-		kube:     kube,
-		kvs:      kvs,
-		recorder: recorder,
-		stores:   kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
-		backups:  kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
-		pods:     kubeInformers.Core().V1().Pods().Lister(),
-		claims:   kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
-		jobs:     jobLister,
+		kube:       kube,
+		kvs:        kvs,
+		recorder:   recorder,
+		stores:     kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
+		backups:    kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
+		pods:       kubeInformers.Core().V1().Pods().Lister(),
+		claims:     kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
+		namespaces: namespaces.Lister(),
+		jobs:       jobLister,
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
 			cached: func(ns, name string) (*corev1.Service, error) { return svcLister.Services(ns).Get(name) },
@@ -158,6 +163,10 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "keyvaluestore"}),
 		now: metav1.Now,
 	}
+
+	// Read by every teardown reconcile that waits for Pods; no handler: a
+	// namespace's deletion reaches the stores through their Pods' events.
+	c.synced = append(c.synced, namespaces.Informer().HasSynced)
 
 	storeInformer := kvsInformers.Kvstore().V1alpha1().KeyValueStores().Informer()
 	if _, err := storeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{

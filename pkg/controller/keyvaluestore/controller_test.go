@@ -3,6 +3,7 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Obj
 	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.kvsInf = kvsinformers.NewSharedInformerFactory(f.kvs, 0)
 	f.recorder = record.NewFakeRecorder(100)
-	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.recorder)
+	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.recorder)
 	require.NoError(t, err)
 	c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	f.c = c
@@ -484,7 +485,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	assert.Equal(t, StepFinalBackup, reason)
 
 	// Restart: a new controller over the same cluster state resumes.
-	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.recorder)
+	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.recorder)
 	require.NoError(t, err)
 	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	kube, reason = step()
@@ -789,5 +790,30 @@ func TestWorkloadUpdatesThatMatter(t *testing.T) {
 			tc.mutate(next)
 			assert.Equal(t, tc.enqueue, tc.changed(tc.old, next))
 		})
+	}
+}
+
+// In a terminating namespace the teardown does not wait for Pods (the
+// namespace controller deletes them) and releases the store; it learns the
+// namespace's state from its cache, without a request per reconcile.
+func TestTeardownInATerminatingNamespaceReadsTheCache(t *testing.T) {
+	for _, terminating := range []bool{false, true} {
+		kvs := newStore(deleting)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+		if terminating {
+			ns.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+			ns.Status.Phase = corev1.NamespaceTerminating
+		}
+		dataPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-0", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)}}
+		f := newFixture(t, kvs, dataPod)
+		require.NoError(t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(ns))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		for _, a := range f.kube.Actions() {
+			assert.NotEqual(t, "namespaces", a.GetResource().Resource, "namespace read from the cache, not the server: %s", describe(a))
+		}
+		_, own := f.writes()
+		released := slices.Contains(own, "patch keyvaluestores s")
+		assert.Equal(t, terminating, released, "terminating=%v: writes %v", terminating, own)
 	}
 }

@@ -100,7 +100,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 		return result{}, nil
 	}
 	t := &teardownRun{c: c, kvs: kvs}
-	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(ctx, kvs.Namespace) })
+	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(kvs.Namespace) })
 	for _, s := range teardownSteps {
 		if ok, err := s.done(t); err != nil || ok {
 			if err != nil {
@@ -394,10 +394,12 @@ func deletesClaims(kvs *v1alpha1.KeyValueStore) bool {
 	return p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType
 }
 
-// namespaceTerminating reads the namespace (teardown is rare, so no
-// informer); an error counts as "not terminating", the careful answer.
-func (c *Controller) namespaceTerminating(ctx context.Context, name string) bool {
-	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+// namespaceTerminating reads the namespace from the cache (a teardown asks
+// at every reconcile while Pods remain). A namespace never stops
+// terminating, so a stale answer can only be "not terminating", the careful
+// one, as is an error.
+func (c *Controller) namespaceTerminating(name string) bool {
+	ns, err := c.namespaces.Get(name)
 	return err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating)
 }
 
