@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
@@ -53,6 +54,8 @@ kube-apiserver (registered through an APIService).`,
 
 // Run builds the server from completed, valid options and serves until ctx ends.
 func Run(ctx context.Context, o *Options) error {
+	// kubernetes_feature_enabled on /metrics, as kube-apiserver exports it.
+	utilfeature.DefaultMutableFeatureGate.AddMetrics()
 	server, err := NewServer(o)
 	if err != nil {
 		return err

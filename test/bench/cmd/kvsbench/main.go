@@ -128,7 +128,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.watchWrites, "watch-writes", 0, "timed writes per watch measurement (default 100, 10 with --quick)")
 	lists := fs.String("list-sizes", "", "object counts at which LIST is measured; the largest is also the memory and CPU scale (default 1000,10000; 50,200 with --quick)")
 	fs.IntVar(&c.listRepeat, "list-repeat", 0, "timed LISTs per variant and size in each repetition, after one warm-up (default 3, 1 with --quick)")
-	phases := fs.String("phases", "ops,watch,scale,controller", "which phases to run")
+	phases := fs.String("phases", "ops,watch,scale,controller,profile", "which phases to run (profile: CPU profiles of every API server on each column's path during creates and GETs)")
 	ctrlStores := fs.Int("controller-stores", 0, "live stores the controller phase creates (default 1000, 5 with --quick)")
 	fs.IntVar(&c.ctrlReplicas, "controller-replicas", 3, "replicas of each store in the controller phase")
 	ctrlDeletes := fs.Int("controller-deletes", 0, "stores the controller phase then deletes, waiting until they are gone with their final backups done (default 100, 2 with --quick)")
@@ -191,7 +191,7 @@ func parseFlags(args []string) (config, error) {
 	c.phases = map[string]bool{}
 	for _, p := range strings.Split(*phases, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "ops", "watch", "scale", "controller":
+		case "ops", "watch", "scale", "controller", "profile":
 			c.phases[p] = true
 		default:
 			return c, fmt.Errorf("--phases: unknown phase %q", p)
@@ -421,6 +421,11 @@ func run(ctx context.Context, cfg config) (err error) {
 			if err := b.watchPhase(ctx, rep); err != nil {
 				return err
 			}
+		}
+	}
+	if cfg.phases["profile"] {
+		if err := b.profilePhase(ctx); err != nil {
+			return err
 		}
 	}
 	if cfg.phases["controller"] {
@@ -1044,7 +1049,7 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 
 func phaseList(p map[string]bool) string {
 	var out []string
-	for _, n := range []string{"ops", "watch", "scale", "controller"} {
+	for _, n := range []string{"ops", "watch", "scale", "controller", "profile"} {
 		if p[n] {
 			out = append(out, n)
 		}

@@ -380,6 +380,7 @@ func (b *bench) markdown(cs []check) string {
 	}
 	section(fmt.Sprintf("Memory from empty to %d objects: A = kube-apiserver with custom resources, B proto = kvstore-apiserver with stores", largest),
 		memIntro, b.table(b.memRows(), []string{colA, colBP}, false))
+	section("Profiles: CPU per request on each path (creates and GETs at c=16)", profileIntro, b.table(b.profileRows(), columns, true))
 	sb.WriteString(b.controllerMarkdown())
 	sb.WriteString("\n### Targets\n\n")
 	if b.cfg.quick {

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The profile phase answers "what is a request made of" on each path: for
+// every column it sends creates, then GETs of what it created, at
+// concurrency 16 for a fixed time while it takes a CPU profile of every API
+// server on the column's path, and records CPU milliseconds per request of
+// each of them. The profiles are kept (profiles/<column>-<op>-<process>.pprof
+// in the output directory) for `go tool pprof`; docs/benchmarks.md reads
+// them.
+
+// pathProcs are the API servers a column's requests pass through.
+var pathProcs = map[string][]string{
+	colA:  {pKubeAPI},
+	colBJ: {pKubeAPI, pKVSAPI},
+	colBP: {pKubeAPI, pKVSAPI},
+	colDJ: {pKVSAPI},
+	colDP: {pKVSAPI},
+}
+
+// profileOp is one operation the phase profiles: what a worker calls, given
+// the column's target, the batch set and the call's index.
+type profileOp struct {
+	name string
+	call func(ctx context.Context, t target, set string, i int) error
+}
+
+var profileOps = []profileOp{
+	{"create", func(ctx context.Context, t target, set string, i int) error {
+		_, err := t.Create(ctx, objName(set, i), set)
+		return err
+	}},
+	// GETs cycle over the objects the creates left (at least one exists:
+	// the phase stops if none was created).
+	{"get", func(ctx context.Context, t target, set string, i int) error { return t.Get(ctx, objName(set, i)) }},
+}
+
+// profileWindow is how long each operation runs; the profile covers all of
+// it but the first and last second.
+func (b *bench) profileWindow() time.Duration {
+	if b.cfg.quick {
+		return 4 * time.Second
+	}
+	return 20 * time.Second
+}
+
+func (b *bench) profilePhase(ctx context.Context) error {
+	dir := filepath.Join(b.cfg.out, "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, t := range b.order("profile", 1) {
+		procs := pathProcs[t.ID()]
+		if len(procs) == 0 {
+			continue
+		}
+		set := "p" + strings.ToLower(colSlug(t.ID()))
+		_ = t.Get(ctx, "warm-up")
+		created := 0
+		for _, op := range profileOps {
+			b.logf("profile: %s: %s at concurrency 16 for %s", t.ID(), op.name, b.profileWindow())
+			n, err := b.profileOne(ctx, t, op, set, created, procs, dir)
+			if err != nil {
+				return err
+			}
+			if op.name == "create" {
+				if created = n; created == 0 {
+					return fmt.Errorf("profile: %s: no object created", t.ID())
+				}
+			}
+		}
+		if err := b.cleanup(ctx, t, set); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// profileOne runs op for the window while profiling procs, and records the
+// rate and each process's CPU per request. It returns how many calls
+// succeeded. Calls of get cycle over the first created objects.
+func (b *bench) profileOne(ctx context.Context, t target, op profileOp, set string, created int, procs []string, dir string) (int, error) {
+	window := b.profileWindow()
+	seconds := int((window - 2*time.Second) / time.Second)
+	var wg sync.WaitGroup
+	profiles := make([][]byte, len(procs))
+	errs := make([]error, len(procs))
+	for i, p := range procs {
+		raw := b.raw[p]
+		if raw == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			r, err := raw.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), "", false)
+			profiles[i], errs[i] = r.body, err
+		}()
+	}
+	before, err := b.procs.cpuOf(procs)
+	if err != nil {
+		return 0, err
+	}
+	calls := runFor(ctx, window, 16, func(ctx context.Context, i int) error {
+		if created > 0 {
+			i %= created
+		}
+		return op.call(ctx, t, set, i)
+	})
+	after, err := b.procs.cpuOf(procs)
+	if err != nil {
+		return 0, err
+	}
+	wg.Wait()
+	if calls.errs > 0 {
+		b.problem("profile %s %s: %d calls failed, first: %v", t.ID(), op.name, calls.errs, calls.firstErr)
+	}
+	if calls.ok == 0 {
+		return 0, nil
+	}
+	metric := "profile " + op.name + " c16"
+	b.figs.add(metric+" rate", t.ID(), "ops/s", float64(calls.ok)/calls.wall.Seconds())
+	for i, p := range procs {
+		b.figs.add(metric+" cpu ms/request "+p, t.ID(), "ms", 1000*(after[p]-before[p])/float64(calls.ok))
+		if errs[i] != nil {
+			b.problem("profile %s %s: %s: %v", t.ID(), op.name, p, errs[i])
+			continue
+		}
+		name := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.pprof", colSlug(t.ID()), op.name, p))
+		if err := os.WriteFile(name, profiles[i], 0o644); err != nil {
+			b.problem("profile %s: %v", name, err)
+		}
+	}
+	return calls.ok, nil
+}
+
+// callsRun counts what runFor did.
+type callsRun struct {
+	ok, errs int
+	firstErr error
+	wall     time.Duration
+}
+
+// runFor calls fn with increasing i from conc goroutines until d has
+// passed; calls in flight then finish (they are not cancelled, so none
+// fails for being cut off).
+func runFor(ctx context.Context, d time.Duration, conc int, fn func(ctx context.Context, i int) error) callsRun {
+	var (
+		next, ok, errs atomic.Int64
+		first          atomic.Value
+		wg             sync.WaitGroup
+	)
+	start := time.Now()
+	stop := start.Add(d)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				cctx, cancel := context.WithTimeout(ctx, perCall)
+				err := fn(cctx, int(next.Add(1)-1))
+				cancel()
+				if err != nil {
+					errs.Add(1)
+					first.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	r := callsRun{ok: int(ok.Load()), errs: int(errs.Load()), wall: time.Since(start)}
+	if e, isErr := first.Load().(error); isErr {
+		r.firstErr = e
+	}
+	return r
+}
+
+// profileRows are the profile phase's figures: rate, and CPU per request of
+// each server on the path.
+func (b *bench) profileRows() []row {
+	var rows []row
+	for _, op := range profileOps {
+		metric := "profile " + op.name + " c16"
+		rows = append(rows, row{op.name + " rate", metric + " rate", "ops/s", false})
+		for _, p := range profiledServers() {
+			rows = append(rows, row{op.name + ": CPU per request, " + p, metric + " cpu ms/request " + p, "ms", true})
+		}
+	}
+	return rows
+}
+
+// profiledServers are the processes pathProcs names, each once.
+func profiledServers() []string {
+	var out []string
+	for _, col := range columns {
+		for _, p := range pathProcs[col] {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+const profileIntro = "Each column in turn (order drawn at random): creates for the window at concurrency 16, then GETs of the created objects for the window, while every API server on the column's path is CPU-profiled (profiles/*.pprof beside this report; `go tool pprof -top` reads them). CPU per request is the process's CPU time over the window divided by the requests served (for B through the aggregator, also the controller's status write per create). One run, not repeated.\n\n"
