@@ -258,13 +258,17 @@ func (p *samplePeer) stop(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, ignoreNotFound(p.b.dyn.Resource(apiServiceGVR).Delete(ctx, sampleAPISvc, metav1.DeleteOptions{})))
 	if p.cmd != nil && p.cmd.Process != nil {
+		// After SIGTERM it stops listening at once but waits up to a minute
+		// (its fixed shutdown timeout; it has no flag for it) for the watches
+		// kube-controller-manager's informers keep open on every served
+		// resource. Nothing is left to lose by then: SIGKILL after 10 s.
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.exited:
-		case <-time.After(30 * time.Second):
+		case <-time.After(10 * time.Second):
 			_ = p.cmd.Process.Kill()
 			<-p.exited
-			errs = append(errs, fmt.Errorf("sample-apiserver did not stop within 30s of SIGTERM; killed"))
+			p.b.logf("peer: sample-apiserver still draining watches 10s after SIGTERM; killed (pid %d)", p.cmd.Process.Pid)
 		}
 		p.cmd = nil
 		delete(p.b.procs.extra, pSample)
