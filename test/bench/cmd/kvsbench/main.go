@@ -979,6 +979,8 @@ type meta struct {
 	FeatureGates []string `json:"feature_gates_differing"`
 	// Compression is what the report says about WatchListCompression.
 	Compression string `json:"compression"`
+	// Peer describes the S column's server when it ran.
+	Peer string `json:"peer,omitempty"`
 }
 
 type objectSizes struct {

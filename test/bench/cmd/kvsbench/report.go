@@ -88,7 +88,7 @@ func (b *bench) watchRows() []row {
 
 func (b *bench) cpuRows(window string) []row {
 	rows := []row{{"total of the path's servers", "cpu " + window + " total", "CPU s/1000", true}}
-	for _, p := range append(measuredProcs, pSample) {
+	for _, p := range append(append([]string(nil), measuredProcs...), pSample) {
 		rows = append(rows, row{p, "cpu " + window + " " + p, "CPU s/1000", true})
 	}
 	return append(rows, row{"measured window", "cpu " + window + " window", "s", true})
@@ -358,7 +358,7 @@ func (b *bench) markdown(cs []check) string {
 	fmt.Fprintf(&sb, "- Column order: drawn at random for every phase and repetition (seed %d): %s\n", m.Seed, strings.Join(m.Orders, "; "))
 	fmt.Fprintf(&sb, "- Feature gates: %s. Gates that differ between the two servers: %s\n\n", m.Compression, orNone(m.FeatureGates))
 
-	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores; **S** the peer, sample-apiserver through the same aggregator (below).\n")
+	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
 	sb.WriteString(b.peerNote())
 	// section writes a heading, an introduction and a table, or nothing when
 	// the table is empty because its phase did not run.

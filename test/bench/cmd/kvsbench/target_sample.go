@@ -112,7 +112,7 @@ func (b *bench) peerNote() string {
 		return ""
 	}
 	p := b.sample
-	return fmt.Sprintf("\n**S**, the peer: k8s.io/sample-apiserver %s (Flunders of wardle.example.com/v1alpha1) through the same kube-apiserver aggregator, JSON through the dynamic client "+
+	return fmt.Sprintf("\n**S** (the peer): k8s.io/sample-apiserver %s (Flunders of wardle.example.com/v1alpha1) through the same kube-apiserver aggregator, JSON through the dynamic client "+
 		"(it has no protobuf for its types), started by the benchmark on 127.0.0.1:%d against kvstore-apiserver's etcd under its own prefix %s, with delegated authentication and authorization like kvstore-apiserver. "+
 		"A Flunder is padded to the CRD object's request size (%d B of JSON; %d B as JSON with managedFields, %d B stored as %s) and carries the same finalizer, so DELETE only marks it. "+
 		"What S isolates: the aggregation hop plus a generic API server with a trivial strategy (no defaulting or validation to speak of, no status, no controller and so no status write after each create, no field-selector index); "+

@@ -62,3 +62,18 @@ func TestPeerJoinsCPUAccounting(t *testing.T) {
 		t.Errorf("a restarted peer must have no CPU figure")
 	}
 }
+
+// The report explains S only when it ran.
+func TestPeerNoteOnlyWhenMeasured(t *testing.T) {
+	b := &bench{}
+	if got := b.peerNote(); got != "" {
+		t.Errorf("peer note without a peer: %q", got)
+	}
+	b.sample = &samplePeer{requestJSON: 1065, objectJSON: 1636, storedBytes: 1612, storedFormat: "JSON"}
+	got := b.peerNote()
+	for _, want := range []string{"sample-apiserver " + sampleVersion, "no status write", "1065 B of JSON", "B json / S json"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("peer note lacks %q: %s", want, got)
+		}
+	}
+}
