@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, at pinned versions and from the Go module proxy only, every external
 # binary the local stack and the tests run: etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl and kwok.
+# kube-controller-manager, kube-scheduler, kubectl and kwok; and
+# sample-apiserver, the benchmark's peer aggregated API server.
 #
 # Binaries are cached by version outside the work tree (a fresh clone reuses
 # them) and linked into _output/bin. A binary that exists is never rebuilt.
@@ -42,6 +43,9 @@ build() {
 }
 
 build_kube() { (cd "${ROOT}/hack/tools" && go build -trimpath -ldflags "$(kube_ldflags)" -o "${OUT}" "k8s.io/kubernetes/cmd/$1"); }
+# sample-apiserver reports the Kubernetes version it is built from, as the
+# kube binaries do (the same ldflags).
+build_sample_apiserver() { (cd "${ROOT}/hack/tools" && go build -trimpath -ldflags "$(kube_ldflags)" -o "${OUT}" k8s.io/sample-apiserver); }
 build_etcd() { (cd "${ROOT}/hack/tools/etcd" && go build -trimpath -ldflags "-s -w" -o "${OUT}" .); }
 build_kwok() {
   local gobin; gobin=$(mktemp -d)
@@ -50,12 +54,13 @@ build_kwok() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok sample-apiserver)
 for t in "${tools[@]}"; do
   case "$t" in
     etcd) build etcd "${ETCD_VERSION}" build_etcd ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) build "$t" "${KUBE_VERSION}" build_kube "$t" ;;
     kwok) build kwok "${KWOK_VERSION}" build_kwok ;;
+    sample-apiserver) build sample-apiserver "${SAMPLE_APISERVER_VERSION}" build_sample_apiserver ;;
     *) echo "unknown tool: $t" >&2; exit 2 ;;
   esac
 done

@@ -13,7 +13,7 @@ set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 
-unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/bench); fuzz 10s; }
+unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e); fuzz 10s; }
 
 # fuzz FUZZTIME: every native fuzz target (func FuzzName in a _test.go under
 # pkg/) for FUZZTIME each. The first run builds instrumented packages; later

@@ -2,7 +2,10 @@ module github.com/kvstore-io/kvstore-apiserver/hack/tools
 
 go 1.26.0
 
-require k8s.io/kubernetes v1.37.2
+require (
+	k8s.io/kubernetes v1.37.2
+	k8s.io/sample-apiserver v0.37.2
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect

@@ -6,6 +6,7 @@
 //	B   kvstore-apiserver through kube-apiserver's aggregator (JSON and protobuf);
 //	B′  kvstore-apiserver directly on 127.0.0.1:8443 (JSON and protobuf);
 //	E   raw etcd puts of the bytes kvstore-apiserver stores, on its etcd;
+//	S   the peer: k8s.io/sample-apiserver's Flunders through the same aggregator (JSON);
 //
 // and writes a table of latencies, rates, LIST sizes, watch delivery, memory
 // and CPU, with ratios, to stdout, <out>/results.md and <out>/results.json.
@@ -63,13 +64,14 @@ const (
 	colDJ = "B′ json"
 	colDP = "B′ proto"
 	colE  = "E"
+	colS  = "S json"
 )
 
-var columns = []string{colA, colBJ, colBP, colDJ, colDP, colE}
+var columns = []string{colA, colBJ, colBP, colDJ, colDP, colE, colS}
 
 // colSlug is a column's part of object names.
 func colSlug(col string) string {
-	return map[string]string{colA: "a", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e"}[col]
+	return map[string]string{colA: "a", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s"}[col]
 }
 
 const (
@@ -107,6 +109,7 @@ type config struct {
 	seed         uint64
 	systems      string
 	operatorBin  string
+	sampleBin    string
 	// The controller phase: stores, replicas each, and how long to wait.
 	ctrlStores   int
 	ctrlDeletes  int
@@ -136,7 +139,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.operatorBin, "operator-bin", filepath.Join(root, "_output", "bin", "kvsbench-operator"), "where the operator of test/bench/operator is built to and run from")
 	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
-	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E)")
+	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E, and adds S when it is chosen)")
+	fs.StringVar(&c.sampleBin, "sample-apiserver-bin", filepath.Join(root, "_output", "bin", pSample), "sample-apiserver, the S column's peer server (hack/build-tools.sh sample-apiserver)")
 	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
 	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
 	fs.StringVar(&c.out, "out", filepath.Join(root, "_output", "bench"), "where results.json and results.md go")
@@ -249,6 +253,8 @@ type bench struct {
 	a       *crTarget
 	bp      *kvsTarget
 	e       *etcdTarget
+	s       *sampleTarget // the peer column, with sample-apiserver running
+	sample  *samplePeer
 	lists   []listVariant
 	raw     map[string]*rawClient // by process, for /metrics and pprof
 
@@ -377,6 +383,15 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := b.probe(ctx); err != nil {
 		return err
 	}
+	if cfg.columns[colS] && (cfg.phases["ops"] || cfg.phases["watch"] || cfg.phases["scale"] || cfg.phases["profile"]) {
+		stopPeer, err := b.startPeer(ctx, stack)
+		// Deferred after the teardown's, so it runs first: the APIService
+		// goes before the namespaces are deleted.
+		defer stopPeer()
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.phases["controller"] {
 		for _, name := range strings.Split(cfg.systems, ",") {
 			switch strings.TrimSpace(name) {
@@ -427,6 +442,9 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err := b.profilePhase(ctx); err != nil {
 			return err
 		}
+	}
+	if err := b.stopPeer(ctx); err != nil {
+		b.problem("stopping the peer: %v", err)
 	}
 	if cfg.phases["controller"] {
 		if err := b.controllerPhases(ctx); err != nil {
@@ -514,6 +532,16 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 	b.e = &etcdTarget{id: colE, cli: b.etcdKVS, prefix: "/bench/" + b.cfg.namespace + "/"}
+	// S joins the timed columns once its server runs (startPeer).
+	// v1alpha1 Flunders answer every request with a deprecation warning
+	// (sample-apiserver's own demonstration of one); not logged.
+	sCfg := b.wire(colS, kubeCfg, false)
+	sCfg.WarningHandler = rest.NoWarnings{}
+	sDyn, err := dynamic.NewForConfig(sCfg)
+	if err != nil {
+		return err
+	}
+	b.s = newSampleTarget(colS, b.cfg.namespace, sDyn.Resource(flunderGVR).Namespace(b.cfg.namespace))
 	for _, t := range []target{b.a, bj, b.bp, dj, dp, b.e} {
 		if b.cfg.columns[t.ID()] {
 			b.targets = append(b.targets, t)
@@ -544,6 +572,13 @@ func (b *bench) connect(stack *framework.Stack) error {
 	}
 	kubeRaw, err := rawFor(rest.CopyConfig(kubeCfg))
 	if err != nil {
+		return err
+	}
+	// sample-apiserver's, for its profiles: the same admin certificate, on
+	// its port (its serving certificate names localhost too).
+	sampleCfg := rest.CopyConfig(directCfg)
+	sampleCfg.Host = fmt.Sprintf("https://127.0.0.1:%d", samplePort)
+	if b.raw[pSample], err = rawFor(sampleCfg); err != nil {
 		return err
 	}
 	directRaw, err := rawFor(rest.CopyConfig(directCfg))
@@ -960,6 +995,8 @@ type meta struct {
 	FeatureGates []string `json:"feature_gates_differing"`
 	// Compression is what the report says about WatchListCompression.
 	Compression string `json:"compression"`
+	// Peer describes the S column's server when it ran.
+	Peer string `json:"peer,omitempty"`
 }
 
 type objectSizes struct {

@@ -30,6 +30,14 @@ const (
 
 var measuredProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pKCM, pClient}
 
+// measured are measuredProcs plus sample-apiserver while the benchmark runs it.
+func (p procs) measured() []string {
+	if _, ok := p.extra[pSample]; ok {
+		return append(append([]string(nil), measuredProcs...), pSample)
+	}
+	return measuredProcs
+}
+
 type procs struct {
 	pidDir string
 	// extra are processes the benchmark started itself (the operator).
@@ -100,7 +108,7 @@ type cpuSnap struct {
 
 func (p procs) cpu() (cpuSnap, error) {
 	s := cpuSnap{at: time.Now(), pids: map[string]int{}, secs: map[string]float64{}}
-	for _, n := range measuredProcs {
+	for _, n := range p.measured() {
 		pid, err := p.pid(n)
 		if err != nil {
 			return s, fmt.Errorf("pid of %s: %w", n, err)
@@ -142,7 +150,7 @@ type cpuDelta struct {
 
 func diffCPU(a, b cpuSnap, idle map[string]float64) (cpuDelta, error) {
 	d := cpuDelta{Window: b.at.Sub(a.at).Seconds(), Raw: map[string]float64{}, Net: map[string]float64{}}
-	for _, n := range measuredProcs {
+	for n := range b.pids {
 		if a.pids[n] != b.pids[n] {
 			return d, fmt.Errorf("%s restarted during the measurement (pid %d → %d)", n, a.pids[n], b.pids[n])
 		}
@@ -156,9 +164,11 @@ func diffCPU(a, b cpuSnap, idle map[string]float64) (cpuDelta, error) {
 // add sums two deltas of separate windows (e.g. creates, then status writes).
 func (d cpuDelta) add(o cpuDelta) cpuDelta {
 	s := cpuDelta{Window: d.Window + o.Window, Raw: map[string]float64{}, Net: map[string]float64{}}
-	for _, n := range measuredProcs {
-		s.Raw[n] = d.Raw[n] + o.Raw[n]
-		s.Net[n] = d.Net[n] + o.Net[n]
+	for _, m := range []map[string]float64{d.Raw, o.Raw} {
+		for n := range m {
+			s.Raw[n] = d.Raw[n] + o.Raw[n]
+			s.Net[n] = d.Net[n] + o.Net[n]
+		}
 	}
 	return s
 }

@@ -27,6 +27,7 @@ var pathProcs = map[string][]string{
 	colBP: {pKubeAPI, pKVSAPI},
 	colDJ: {pKVSAPI},
 	colDP: {pKVSAPI},
+	colS:  {pKubeAPI, pSample},
 }
 
 // profileOp is one operation the phase profiles: what a worker calls, given

@@ -27,6 +27,11 @@ var ratios = []struct{ num, den, kind string }{
 	{colDP, colA, "best vs best"},
 	{colDJ, colA, "like for like"},
 	{colDP, colE, ""},
+	// The peer: both it and the CRD serve only JSON, so one ratio is both
+	// readings; kvstore-apiserver against it, each way, through the same hop.
+	{colS, colA, "both readings"},
+	{colBP, colS, "best vs best"},
+	{colBJ, colS, "like for like"},
 }
 
 func (b *bench) opRows() []row {
@@ -83,7 +88,7 @@ func (b *bench) watchRows() []row {
 
 func (b *bench) cpuRows(window string) []row {
 	rows := []row{{"total of the path's servers", "cpu " + window + " total", "CPU s/1000", true}}
-	for _, p := range measuredProcs {
+	for _, p := range append(append([]string(nil), measuredProcs...), pSample) {
 		rows = append(rows, row{p, "cpu " + window + " " + p, "CPU s/1000", true})
 	}
 	return append(rows, row{"measured window", "cpu " + window + " window", "s", true})
@@ -354,6 +359,7 @@ func (b *bench) markdown(cs []check) string {
 	fmt.Fprintf(&sb, "- Feature gates: %s. Gates that differ between the two servers: %s\n\n", m.Compression, orNone(m.FeatureGates))
 
 	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
+	sb.WriteString(b.peerNote())
 	// section writes a heading, an introduction and a table, or nothing when
 	// the table is empty because its phase did not run.
 	section := func(heading, intro, table string) {
@@ -371,9 +377,9 @@ func (b *bench) markdown(cs []check) string {
 		fillFrom = b.cfg.listSizes[n-2]
 	}
 	section(fmt.Sprintf("Sustained creates: the scale run's fill of objects %d..%d at concurrency 16 (for B, the controller's status writes run alongside)", fillFrom, largest-1),
-		"", b.table(b.sustainedRows(), []string{colA, colBP, colE}, false))
+		"", b.table(b.sustainedRows(), []string{colA, colBP, colE, colS}, false))
 	section(fmt.Sprintf("CPU seconds per 1000 objects, scale run to %d (create + one status write each, on both sides)", largest),
-		"", b.table(b.cpuRows("scale creates"), []string{colA, colBP, colE}, false))
+		"", b.table(b.cpuRows("scale creates"), []string{colA, colBP, colE, colS}, false))
 	memIntro := "Quick mode: read right after the fills, after a forced GC only (not a steady state; the watch caches still hold the fill's events).\n\n"
 	if b.cfg.steadyMemory {
 		memIntro = "Read in a steady state: 80 s after the last write, a few updates to shrink the watch caches' event history, a forced GC, then RSS once the Go runtime has returned its free heap to the OS (at most 32 MiB left, waiting up to 90 s); then twice more 5 s apart, keeping the smallest of each figure (a periodic watch-cache consistency check can be decoding every object at any one reading). Live heap is go_memstats_heap_alloc_bytes right after a forced GC. \"Before\" is the first repetition's reading, before any of its objects existed: once a repetition has deleted its objects, the watch caches keep their last events (deleted objects included) until newer ones overwrite them, so neither server returns to it, while readings with the objects present are stable across repetitions.\n\n"

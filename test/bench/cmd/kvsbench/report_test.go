@@ -89,3 +89,22 @@ func TestControllerMarkdownShowsBothSystemsWithRanges(t *testing.T) {
 		}
 	}
 }
+
+// The peer's ratios: S against the CRD (one ratio: both serve only JSON),
+// and kvstore-apiserver against S both ways.
+func TestTableHasPeerRatios(t *testing.T) {
+	b := &bench{figs: newFigures()}
+	b.figs.add("create c16 rate", colA, "ops/s", 200)
+	b.figs.add("create c16 rate", colS, "ops/s", 180)
+	b.figs.add("create c16 rate", colBJ, "ops/s", 90)
+	b.figs.add("create c16 rate", colBP, "ops/s", 120)
+	got := b.table([]row{{"create, c=16, rate", "create c16 rate", "ops/s", false}}, columns, true)
+	for _, want := range []string{
+		"| S json / A (both readings) | B proto / S json (best vs best) | B json / S json (like for like) |",
+		"| 0.90 | 0.67 | 0.50 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -134,8 +134,8 @@ func (b *bench) recordCPU(window, col string, d cpuDelta, writes int) {
 		return
 	}
 	per := 1000 / float64(writes)
-	for _, p := range measuredProcs {
-		b.figs.add("cpu "+window+" "+p, col, "CPU s/1000", d.Net[p]*per)
+	for p, net := range d.Net {
+		b.figs.add("cpu "+window+" "+p, col, "CPU s/1000", net*per)
 	}
 	total := 0.0
 	for _, p := range serverProcs(col) {
@@ -155,6 +155,9 @@ func serverProcs(col string) []string {
 		return []string{pEtcdKube, pKubeAPI}
 	case col == colE:
 		return []string{pEtcdKVS}
+	case col == colS:
+		// sample-apiserver stores in kvstore's etcd, under its own prefix.
+		return []string{pEtcdKube, pEtcdKVS, pKubeAPI, pSample}
 	default:
 		return []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI}
 	}
@@ -201,6 +204,9 @@ func (b *bench) cleanup(ctx context.Context, t target, set string) error {
 	case *crTarget:
 		t.forgetSet(set)
 		return b.cleanupCR(ctx, set)
+	case *sampleTarget:
+		t.forgetSet(set)
+		return b.cleanupSample(ctx, set)
 	case *etcdTarget:
 		_, err := b.etcdKVS.Delete(ctx, b.e.prefix+set+"-", clientv3.WithPrefix())
 		return err
@@ -507,6 +513,10 @@ func (b *bench) scalePhase(ctx context.Context, rep int) (map[string]float64, er
 		// Raw etcd.
 		{b.e, set + "e", nil},
 	}
+	if b.peerRunning() {
+		// The peer: Flunders have no status, and nothing writes one.
+		fills = append(fills, fillSpec{b.s, set + "s", nil})
+	}
 	// Each size's fills run in an order drawn per repetition (recorded).
 	b.rng.Shuffle(len(fills), func(i, j int) { fills[i], fills[j] = fills[j], fills[i] })
 	var ids []string
@@ -765,6 +775,8 @@ func kindOf(col string) string {
 		return "cr"
 	case col == colE:
 		return "etcd"
+	case col == colS:
+		return "flunder"
 	default:
 		return "kvs"
 	}
