@@ -20,13 +20,14 @@ import (
 // in the output directory) for `go tool pprof`; docs/benchmarks.md reads
 // them.
 
-// pathProcs are the API servers a column's requests pass through.
+// pathProcs are the API servers a column's requests pass through, for the
+// columns the phase profiles. B′ is left out: kvstore-apiserver's share of a
+// request is the same with or without the hop, and kube-apiserver's share
+// of B is the hop's own.
 var pathProcs = map[string][]string{
 	colA:  {pKubeAPI},
 	colBJ: {pKubeAPI, pKVSAPI},
 	colBP: {pKubeAPI, pKVSAPI},
-	colDJ: {pKVSAPI},
-	colDP: {pKVSAPI},
 	colS:  {pKubeAPI, pSample},
 }
 
