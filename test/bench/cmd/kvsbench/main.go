@@ -12,6 +12,7 @@
 //
 //	go run ./test/bench/cmd/kvsbench            # full: the counts of the issue, 3 repetitions
 //	go run ./test/bench/cmd/kvsbench --quick    # tiny counts, 1 repetition, for CI
+//	go run ./test/bench/cmd/kvsbench charts --from docs/bench/X.json   # redraw a saved run's SVG charts
 package main
 
 import (
@@ -219,6 +220,13 @@ func intList(s, full, quick string, isQuick bool) ([]int, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "charts" {
+		if err := chartsMain(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "kvsbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

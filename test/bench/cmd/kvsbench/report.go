@@ -409,7 +409,6 @@ func orNone(s []string) string {
 func (b *bench) report() error {
 	cs := b.checks()
 	md := b.markdown(cs)
-	fmt.Println(md)
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return err
 	}
@@ -427,6 +426,12 @@ func (b *bench) report() error {
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
+	charts, err := writeCharts(&chartInput{Meta: b.meta, Figures: b.figs.m, Controller: b.ctrl}, b.cfg.out, "results")
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	md += chartsMarkdown(charts)
+	fmt.Println(md)
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
