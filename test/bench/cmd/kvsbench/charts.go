@@ -455,8 +455,8 @@ func readyChart(in *chartInput, sub string) (string, bool) {
 		return systems[i] < systems[j]
 	})
 	const (
-		left, right, top = 64.0, 24.0, 56.0
-		plotW, plotH     = 640.0, 300.0
+		left, right, top = 64.0, 24.0, 72.0
+		plotW, plotH     = 720.0, 300.0
 	)
 	maxT := 0.0
 	for _, s := range systems {
@@ -470,7 +470,9 @@ func readyChart(in *chartInput, sub string) (string, bool) {
 	h := top + plotH + 40 + 20*float64(len(systems)) + 24
 	d := newSVG(left+plotW+right, h)
 	d.text(left, 22, "start", ` font-size="15" font-weight="bold"`, "Stores Ready over time since the first create (controller phase)")
-	d.text(left, 40, "start", ` font-size="11" fill="#555555"`, sub)
+	first := in.Controller[systems[0]]
+	d.text(left, 40, "start", ` font-size="11" fill="#555555"`, fmt.Sprintf("%s; %d stores × %d replicas (+%d proxy) per system", sub, first.Stores, first.Replicas, first.ProxyReplicas))
+	d.text(left, 56, "start", ` font-size="11" fill="#555555"`, "bold: each system's median repetition by time to all Ready (the lower middle one of an even count), thin: the others")
 	x := func(t float64) float64 { return left + t/tMax*plotW }
 	y := func(f float64) float64 { return top + plotH - f*plotH }
 	for f := 0.0; f <= 1.0001; f += 0.1 {
@@ -518,9 +520,12 @@ func readyChart(in *chartInput, sub string) (string, bool) {
 		}
 		ly := top + plotH + 48 + 20*float64(si)
 		d.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"/>`+"\n", left, ly-4, left+24, ly-4, color)
-		label := fmt.Sprintf("%s: %d stores × %d replicas; bold: the median of %d repetition(s), thin: the others", s, r.Stores, r.Replicas, len(r.ReadyCurves))
+		label := fmt.Sprintf("%s, %d repetition(s)", s, len(r.ReadyCurves))
 		if v, ok := r.ReadySeconds["100%"]; ok {
-			label += fmt.Sprintf("; median all Ready %.1f s", v)
+			label += fmt.Sprintf(": all Ready in %.1f s (median of the repetitions)", v)
+		}
+		if r.TimedOut {
+			label += "; timed out"
 		}
 		d.text(left+30, ly, "start", ` class="legend"`, label)
 	}
@@ -531,7 +536,7 @@ func readyChart(in *chartInput, sub string) (string, bool) {
 func chartSubtitle(in *chartInput, bars bool) string {
 	m := in.Meta
 	s := fmt.Sprintf("kvsbench, %s mode, %s", m.Mode, m.Date)
-	if m.Config != "" {
+	if m.Config != "" && bars {
 		if reps, _, ok := strings.Cut(m.Config, " "); ok {
 			s += ", " + reps
 		}

@@ -222,7 +222,7 @@ func TestReadyChartDrawsEveryRepetitionMedianBold(t *testing.T) {
 	if bold[sysOperator] != "2" || bold[sysKVS] != "1" {
 		t.Errorf("bold repetitions %v, want the operator's 2 and kvstore-apiserver's 1", bold)
 	}
-	if !strings.Contains(svg, "median all Ready 8.0 s") {
+	if !strings.Contains(svg, "all Ready in 8.0 s (median") {
 		t.Error("legend without the median time to all Ready")
 	}
 	if _, ok := readyChart(&chartInput{Controller: map[string]*controllerResult{sysKVS: {System: sysKVS}}}, ""); ok {
