@@ -24,6 +24,8 @@ type row struct {
 var ratios = []struct{ num, den, kind string }{
 	{colBP, colA, "best vs best"},
 	{colBJ, colA, "like for like"},
+	{colBP, colAop, "best vs best"},
+	{colBJ, colAop, "like for like"},
 	{colDP, colA, "best vs best"},
 	{colDJ, colA, "like for like"},
 	{colDP, colE, ""},
@@ -83,7 +85,7 @@ func (b *bench) watchRows() []row {
 
 func (b *bench) cpuRows(window string) []row {
 	rows := []row{{"total of the path's servers", "cpu " + window + " total", "CPU s/1000", true}}
-	for _, p := range measuredProcs {
+	for _, p := range append(measuredProcs[:len(measuredProcs):len(measuredProcs)], pOperator) {
 		rows = append(rows, row{p, "cpu " + window + " " + p, "CPU s/1000", true})
 	}
 	return append(rows, row{"measured window", "cpu " + window + " window", "s", true})
@@ -328,6 +330,8 @@ func (b *bench) checks() []check {
 		Like: mk(bj/a, atMost(1), fmt.Sprintf("B json %s vs A %s ms = %.2f×", format(bj, "ms"), format(a, "ms"), bj/a)),
 	})
 
+	cs = append(cs, b.operatorChecks(mk, atLeast, atMost)...)
+
 	dp, dj, e := v("create c1 rate", colDP), v("create c1 rate", colDJ), v("create c1 rate", colE)
 	cs = append(cs, check{Target: "create rate at concurrency 1, directly vs raw etcd puts", Want: "≥ 0.35×", Higher: true,
 		Best: mk(dp/e, atLeast(0.35), fmt.Sprintf("B′ proto %s vs E %s ops/s = %.2f×", format(dp, "ops/s"), format(e, "ops/s"), dp/e)),
@@ -353,7 +357,7 @@ func (b *bench) markdown(cs []check) string {
 	fmt.Fprintf(&sb, "- Column order: drawn at random for every phase and repetition (seed %d): %s\n", m.Seed, strings.Join(m.Orders, "; "))
 	fmt.Fprintf(&sb, "- Feature gates: %s. Gates that differ between the two servers: %s\n\n", m.Compression, orNone(m.FeatureGates))
 
-	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
+	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON), no controller; **A+op** the same with the controller-runtime operator of test/bench/operator running (it adds its finalizer and writes status once per paused store); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
 	// section writes a heading, an introduction and a table, or nothing when
 	// the table is empty because its phase did not run.
 	section := func(heading, intro, table string) {
