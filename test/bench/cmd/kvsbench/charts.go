@@ -301,8 +301,8 @@ func (c barChart) svg(in *chartInput) string {
 			if b.median > yMax {
 				// Cut: a white zigzag across the bar's top.
 				d.printf(`<path class="cut" d="M%.1f %.1fl%.1f -4l%.1f 4l%.1f -4" stroke="#ffffff" stroke-width="2" fill="none"/>`+"\n",
-					x+1, y(yMax)+12, (barW-2)/3, (barW-2)/3, (barW-2)/3)
-				labelY = y(yMax) + 8
+					x+1, y(yMax)+8, (barW-2)/3, (barW-2)/3, (barW-2)/3)
+				labelY = y(yMax) + 14
 			}
 			if b.reps > 1 && b.hi > b.lo {
 				d.printf(`<path class="whisker" d="M%.1f %.1fV%.1fM%.1f %.1fh%.1fM%.1f %.1fh%.1f" stroke="#222222" stroke-width="1" fill="none"/>`+"\n",
