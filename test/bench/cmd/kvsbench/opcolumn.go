@@ -25,6 +25,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -104,30 +105,54 @@ func (t *opTarget) end(ctx context.Context) error {
 
 // settle waits until the operator has reconciled every custom resource of
 // set: its finalizer added and its status written (phase Pending for a paused
-// store), the counterpart of kvstore-apiserver's settle.
+// store), the counterpart of kvstore-apiserver's settle. It lists once and
+// then follows a watch: a CRD has no field selector on status.phase, and
+// listing every object of the set over and over would cost kube-apiserver
+// more CPU than the operator's writes it waits for (the phase's CPU window
+// includes the wait).
 func (t *opTarget) settle(ctx context.Context, set string) error {
-	deadline := time.Now().Add(10 * time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: labelSet + "=" + set}
+	pending := map[string]bool{}
 	for {
-		l, err := t.b.crClient.List(ctx, metav1.ListOptions{LabelSelector: labelSet + "=" + set})
-		pending := -1
-		if err == nil {
-			pending = 0
-			for i := range l.Items {
-				if !operatorDone(&l.Items[i]) {
-					pending++
-				}
+		l, err := t.b.crClient.List(ctx, sel)
+		if err != nil {
+			return fmt.Errorf("%s: list set %s: %w (%d not reconciled by the operator)", colAop, set, err, len(pending))
+		}
+		clear(pending)
+		for i := range l.Items {
+			if !operatorDone(&l.Items[i]) {
+				pending[l.Items[i].GetName()] = true
 			}
 		}
-		if pending == 0 {
+		if len(pending) == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: the operator has not reconciled %d custom resources of set %s after 10 minutes (last error: %v)", colAop, pending, set, err)
+		opts := sel
+		opts.ResourceVersion = l.GetResourceVersion()
+		w, err := t.b.crClient.Watch(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("%s: watch set %s: %w (%d not reconciled by the operator)", colAop, set, err, len(pending))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		for ev := range w.ResultChan() {
+			o, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type == watch.Error {
+				break // relist
+			}
+			if ev.Type == watch.Deleted || operatorDone(o) {
+				delete(pending, o.GetName())
+			}
+			if len(pending) == 0 {
+				break
+			}
+		}
+		w.Stop()
+		if len(pending) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: the operator has not reconciled %d custom resources of set %s after 10 minutes", colAop, len(pending), set)
 		}
 	}
 }
