@@ -21,6 +21,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,12 +116,15 @@ func (t *opTarget) settle(ctx context.Context, set string) error {
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: labelSet + "=" + set}
 	pending := map[string]bool{}
+	objects := 0
+	defer func() { t.logOperatorWork(context.WithoutCancel(ctx), set, objects) }()
 	for {
 		l, err := t.b.crClient.List(ctx, sel)
 		if err != nil {
 			return fmt.Errorf("%s: list set %s: %w (%d not reconciled by the operator)", colAop, set, err, len(pending))
 		}
 		clear(pending)
+		objects = len(l.Items)
 		for i := range l.Items {
 			if !operatorDone(&l.Items[i]) {
 				pending[l.Items[i].GetName()] = true
@@ -251,4 +255,30 @@ func (b *bench) operatorChecks(mk func(float64, func(float64) bool, string) side
 		Like: mk(bj/a, atLeast(1), fmt.Sprintf("B json %s vs A+op %s ops/s = %.2f×", format(bj, "ops/s"), format(a, "ops/s"), bj/a)),
 	})
 	return cs
+}
+
+// logOperatorWork logs what the operator has done so far per object of set
+// (it was started for the column, so its counters hold little else).
+func (t *opTarget) logOperatorWork(ctx context.Context, set string, n int) {
+	op := t.b.operator
+	if op == nil || n == 0 {
+		return
+	}
+	rec, err1 := op.reconciles(ctx)
+	req, err2 := op.controllerRequests(ctx)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	var parts []string
+	for _, m := range sortedKeys(func() map[string]bool {
+		k := map[string]bool{}
+		for m := range req {
+			k[m] = true
+		}
+		return k
+	}()) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", m, req[m]/float64(n)))
+	}
+	t.b.logf("%s: set %s: since its start the operator made %.2f reconciles (%.2f errors) and sent %s requests per object", colAop, set,
+		total(rec)/float64(n), rec["error"]/float64(n), strings.Join(parts, ", "))
 }
