@@ -72,6 +72,12 @@ type controllerResult struct {
 	BackupsDone      int                `json:"final_backups_done"`
 	DeleteTimedOut   bool               `json:"delete_timed_out"`
 	ClientSettings   string             `json:"client_settings"`
+	// ReadyCurve is the number of stores Ready at every poll of one
+	// repetition, from the first create until all are Ready (inner polls of
+	// an unchanged count left out); ReadyCurves, on the median result only,
+	// are every repetition's, in the order they ran.
+	ReadyCurve  []readyPoint   `json:"ready_curve,omitempty"`
+	ReadyCurves [][]readyPoint `json:"ready_curves,omitempty"`
 }
 
 // liveKVS is a store both controllers fully reconcile: a data tier, one
@@ -196,6 +202,10 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
 	m.KVSRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KVSRequests })
 	m.ControllerRequests = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerRequests })
+	m.ReadyCurve = nil
+	for _, r := range runs {
+		m.ReadyCurves = append(m.ReadyCurves, r.ReadyCurve)
+	}
 	for _, r := range runs {
 		m.TimedOut = m.TimedOut || r.TimedOut
 		m.DeleteTimedOut = m.DeleteTimedOut || r.DeleteTimedOut
@@ -327,6 +337,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int) (*controll
 			}
 		}
 		el := time.Since(start).Seconds()
+		res.ReadyCurve = appendReady(res.ReadyCurve, el, ready)
 		for _, m := range marks {
 			if _, ok := res.ReadySeconds[m.key]; !ok && float64(ready) >= m.frac*float64(n) {
 				res.ReadySeconds[m.key] = el

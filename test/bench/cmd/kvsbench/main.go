@@ -3,6 +3,7 @@
 // it runs the same workload against
 //
 //	A   the KeyValueStore API as a CRD (artifacts/bench/keyvaluestores-crd.yaml), served by kube-apiserver;
+//	A+op  the same with the operator of test/bench/operator running (opcolumn.go);
 //	B   kvstore-apiserver through kube-apiserver's aggregator (JSON and protobuf);
 //	B′  kvstore-apiserver directly on 127.0.0.1:8443 (JSON and protobuf);
 //	E   raw etcd puts of the bytes kvstore-apiserver stores, on its etcd;
@@ -13,6 +14,7 @@
 //
 //	go run ./test/bench/cmd/kvsbench            # full: the counts of the issue, 3 repetitions
 //	go run ./test/bench/cmd/kvsbench --quick    # tiny counts, 1 repetition, for CI
+//	go run ./test/bench/cmd/kvsbench charts --from docs/bench/X.json   # redraw a saved run's SVG charts
 package main
 
 import (
@@ -67,11 +69,11 @@ const (
 	colS  = "S json"
 )
 
-var columns = []string{colA, colBJ, colBP, colDJ, colDP, colE, colS}
+var columns = []string{colA, colAop, colBJ, colBP, colDJ, colDP, colE, colS}
 
 // colSlug is a column's part of object names.
 func colSlug(col string) string {
-	return map[string]string{colA: "a", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s"}[col]
+	return map[string]string{colA: "a", colAop: "aop", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s"}[col]
 }
 
 const (
@@ -223,6 +225,13 @@ func intList(s, full, quick string, isQuick bool) ([]int, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "charts" {
+		if err := chartsMain(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "kvsbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -338,7 +347,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
-	if cfg.phases["controller"] && strings.Contains(cfg.systems, sysOperatorFlag) {
+	if (cfg.phases["controller"] && strings.Contains(cfg.systems, sysOperatorFlag)) || cfg.wantsOperatorColumn() {
 		// Before the stack is up: a first build of controller-runtime takes a while.
 		b.logf("building the operator into %s", cfg.operatorBin)
 		if err := buildOperator(ctx, cfg.operatorBin, os.Stderr); err != nil {
@@ -408,6 +417,10 @@ func run(ctx context.Context, cfg config) (err error) {
 			}
 		}
 	}
+	if err := b.prepareOperatorColumn(ctx, stack); err != nil {
+		return err
+	}
+	defer b.cleanupOperatorColumn(context.WithoutCancel(ctx))
 
 	for rep := 1; rep <= cfg.reps; rep++ {
 		var idle map[string]float64
@@ -519,6 +532,10 @@ func (b *bench) connect(stack *framework.Stack) error {
 	if err != nil {
 		return err
 	}
+	aop, err := b.addOperatorColumn(kubeCfg)
+	if err != nil {
+		return err
+	}
 
 	// kvstore-apiserver's etcd admits only its client certificate.
 	etcdTLS, err := stack.KVStoreEtcdTLS()
@@ -542,7 +559,7 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 	b.s = newSampleTarget(colS, b.cfg.namespace, sDyn.Resource(flunderGVR).Namespace(b.cfg.namespace))
-	for _, t := range []target{b.a, bj, b.bp, dj, dp, b.e} {
+	for _, t := range []target{b.a, aop, bj, b.bp, dj, dp, b.e} {
 		if b.cfg.columns[t.ID()] {
 			b.targets = append(b.targets, t)
 		}

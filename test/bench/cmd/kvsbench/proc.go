@@ -119,6 +119,13 @@ func (p procs) cpu() (cpuSnap, error) {
 		}
 		s.pids[n], s.secs[n] = pid, sec
 	}
+	// And the processes the benchmark started (the operator, while A+op
+	// is measured).
+	for n, pid := range p.extra {
+		if sec, err := cpuSeconds(pid); err == nil {
+			s.pids[n], s.secs[n] = pid, sec
+		}
+	}
 	return s, nil
 }
 
@@ -157,6 +164,15 @@ func diffCPU(a, b cpuSnap, idle map[string]float64) (cpuDelta, error) {
 		raw := b.secs[n] - a.secs[n]
 		d.Raw[n] = raw
 		d.Net[n] = max(0, raw-idle[n]*d.Window)
+	}
+	// A started process present at both ends (no idle rate: it was not
+	// running when idle CPU was measured).
+	for n, pid := range b.pids {
+		if _, measured := d.Raw[n]; measured || a.pids[n] != pid {
+			continue
+		}
+		d.Raw[n] = b.secs[n] - a.secs[n]
+		d.Net[n] = d.Raw[n]
 	}
 	return d, nil
 }

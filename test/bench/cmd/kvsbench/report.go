@@ -24,6 +24,8 @@ type row struct {
 var ratios = []struct{ num, den, kind string }{
 	{colBP, colA, "best vs best"},
 	{colBJ, colA, "like for like"},
+	{colBP, colAop, "best vs best"},
+	{colBJ, colAop, "like for like"},
 	{colDP, colA, "best vs best"},
 	{colDJ, colA, "like for like"},
 	{colDP, colE, ""},
@@ -88,7 +90,7 @@ func (b *bench) watchRows() []row {
 
 func (b *bench) cpuRows(window string) []row {
 	rows := []row{{"total of the path's servers", "cpu " + window + " total", "CPU s/1000", true}}
-	for _, p := range append(append([]string(nil), measuredProcs...), pSample) {
+	for _, p := range append(append([]string(nil), measuredProcs...), pOperator, pSample) {
 		rows = append(rows, row{p, "cpu " + window + " " + p, "CPU s/1000", true})
 	}
 	return append(rows, row{"measured window", "cpu " + window + " window", "s", true})
@@ -333,6 +335,8 @@ func (b *bench) checks() []check {
 		Like: mk(bj/a, atMost(1), fmt.Sprintf("B json %s vs A %s ms = %.2f×", format(bj, "ms"), format(a, "ms"), bj/a)),
 	})
 
+	cs = append(cs, b.operatorChecks(mk, atLeast, atMost)...)
+
 	dp, dj, e := v("create c1 rate", colDP), v("create c1 rate", colDJ), v("create c1 rate", colE)
 	cs = append(cs, check{Target: "create rate at concurrency 1, directly vs raw etcd puts", Want: "≥ 0.35×", Higher: true,
 		Best: mk(dp/e, atLeast(0.35), fmt.Sprintf("B′ proto %s vs E %s ops/s = %.2f×", format(dp, "ops/s"), format(e, "ops/s"), dp/e)),
@@ -358,7 +362,7 @@ func (b *bench) markdown(cs []check) string {
 	fmt.Fprintf(&sb, "- Column order: drawn at random for every phase and repetition (seed %d): %s\n", m.Seed, strings.Join(m.Orders, "; "))
 	fmt.Fprintf(&sb, "- Feature gates: %s. Gates that differ between the two servers: %s\n\n", m.Compression, orNone(m.FeatureGates))
 
-	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
+	sb.WriteString("Columns: **A** CRD via kube-apiserver (JSON), no controller; **A+op** the same with the controller-runtime operator of test/bench/operator running (it adds its finalizer and writes status once per paused store); **B** kvstore-apiserver through kube-apiserver's aggregator; **B′** kvstore-apiserver directly on :8443; **E** raw etcd puts of the bytes kvstore-apiserver stores.\n")
 	sb.WriteString(b.peerNote())
 	// section writes a heading, an introduction and a table, or nothing when
 	// the table is empty because its phase did not run.
@@ -416,7 +420,6 @@ func orNone(s []string) string {
 func (b *bench) report() error {
 	cs := b.checks()
 	md := b.markdown(cs)
-	fmt.Println(md)
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return err
 	}
@@ -434,6 +437,12 @@ func (b *bench) report() error {
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
+	charts, err := writeCharts(&chartInput{Meta: b.meta, Figures: b.figs.m, Controller: b.ctrl}, b.cfg.out, "results")
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	md += chartsMarkdown(charts)
+	fmt.Println(md)
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.md"), []byte(md), 0o644); err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ func (b *bench) opsPhase(ctx context.Context, rep, conc int, idle map[string]flo
 	}
 	for _, t := range b.order(fmt.Sprintf("ops c%d", conc), rep) {
 		set := fmt.Sprintf("o%dr%d%s", conc, rep, strings.ToLower(colSlug(t.ID())))
+		if err := b.beginColumn(ctx, t); err != nil {
+			return err
+		}
 		b.logf("rep %d: %s: create/get/update/delete of %d objects at concurrency %d", rep, t.ID(), n, conc)
 		suffix := fmt.Sprintf(" c%d", conc)
 		// One untimed request first, so no timed one pays for a connection.
@@ -81,8 +84,8 @@ func (b *bench) opsPhase(ctx context.Context, rep, conc int, idle map[string]flo
 			return err
 		})
 		b.recordOps("create"+suffix, t.ID(), r)
-		if isKVS(t) {
-			if err := b.settle(ctx, set, created.String()); err != nil {
+		if needsSettle(t) {
+			if err := b.settleColumn(ctx, t, set, created.String()); err != nil {
 				return err
 			}
 		}
@@ -109,6 +112,9 @@ func (b *bench) opsPhase(ctx context.Context, rep, conc int, idle map[string]flo
 			return t.Delete(ctx, objName(set, i))
 		}))
 		if err := b.cleanup(ctx, t, set); err != nil {
+			return err
+		}
+		if err := b.endColumn(ctx, t); err != nil {
 			return err
 		}
 	}
@@ -153,6 +159,8 @@ func serverProcs(col string) []string {
 	switch {
 	case col == colA:
 		return []string{pEtcdKube, pKubeAPI}
+	case col == colAop:
+		return []string{pEtcdKube, pKubeAPI, pOperator}
 	case col == colE:
 		return []string{pEtcdKVS}
 	case col == colS:
@@ -207,6 +215,9 @@ func (b *bench) cleanup(ctx context.Context, t target, set string) error {
 	case *sampleTarget:
 		t.forgetSet(set)
 		return b.cleanupSample(ctx, set)
+	case *opTarget:
+		t.forgetSet(set)
+		return b.cleanupCR(ctx, set)
 	case *etcdTarget:
 		_, err := b.etcdKVS.Delete(ctx, b.e.prefix+set+"-", clientv3.WithPrefix())
 		return err
@@ -387,6 +398,9 @@ func (b *bench) watchPhase(ctx context.Context, rep int) error {
 	const objects = 4
 	for _, t := range b.order("watch", rep) {
 		set := fmt.Sprintf("wr%d%s", rep, strings.ToLower(colSlug(t.ID())))
+		if err := b.beginColumn(ctx, t); err != nil {
+			return err
+		}
 		var created maxVersion
 		for i := 0; i < objects; i++ {
 			v, err := t.Create(ctx, objName(set, i), set)
@@ -395,8 +409,8 @@ func (b *bench) watchPhase(ctx context.Context, rep int) error {
 			}
 			created.see(v)
 		}
-		if isKVS(t) {
-			if err := b.settle(ctx, set, created.String()); err != nil {
+		if needsSettle(t) {
+			if err := b.settleColumn(ctx, t, set, created.String()); err != nil {
 				return err
 			}
 			for i := 0; i < objects; i++ {
@@ -412,6 +426,9 @@ func (b *bench) watchPhase(ctx context.Context, rep int) error {
 			}
 		}
 		if err := b.cleanup(ctx, t, set); err != nil {
+			return err
+		}
+		if err := b.endColumn(ctx, t); err != nil {
 			return err
 		}
 	}
