@@ -9,8 +9,9 @@ package main
 // Reconcile and observe): at the first reconcile it adds its finalizer
 // (bench.kvstore.io/teardown: one update), creates no workloads (spec.paused),
 // and writes status once (phase Pending, condition Progressing=False reason
-// Paused, observedGeneration): two writes per create, where kvstore-apiserver's
-// controller makes one (its finalizer is added by the server's strategy in the
+// Paused, observedGeneration), and posts a phase-change Event: two writes of
+// the object and an Event per create, where kvstore-apiserver's controller
+// makes one status write (its finalizer is added by the server's strategy in the
 // create itself). Every later update of the object is one more reconcile
 // (controller-runtime's default For() has no predicate) that writes nothing
 // when the status is unchanged. A DELETE starts its teardown, which finds no
