@@ -343,9 +343,21 @@ func TestControllerNoUpdateHotLoop(t *testing.T) {
 		}
 		return nil
 	}))
+	// ... and their last events (a store's deletion, its Pods' and claims'
+	// going) to be reconciled: the counter must stand still for 10 s.
+	var reconciles, writes float64
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		r0, _ := controllerCounters(t)
+		time.Sleep(10 * time.Second)
+		var r1 float64
+		r1, writes = controllerCounters(t)
+		if reconciles = r1; r1 != r0 {
+			return fmt.Errorf("%v reconciles in 10 s: not quiet yet", r1-r0)
+		}
+		return nil
+	}))
 	before := versions()
 	assert.Equal(t, ready.ResourceVersion, before["keyvaluestore"])
-	reconciles, writes := controllerCounters(t)
 	// Stability over 30 s of a Ready store: a write loop would change a
 	// resourceVersion many times in that window, and a reconcile loop that
 	// writes nothing would still show in the counters.
