@@ -142,22 +142,7 @@ func (p *samplePeer) start(ctx context.Context, stack *framework.Stack) error {
 	if err := p.register(ctx, stack); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		select {
-		case err := <-p.exited:
-			p.exited <- err
-			return fmt.Errorf("sample-apiserver exited: %v (see %s)", err, p.log.Name())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		if err := p.available(ctx); err == nil {
-			return nil
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("APIService %s not usable within 2 minutes: %v (see %s)", sampleAPISvc, err, p.log.Name())
-		}
-	}
+	return awaitChild(ctx, p.exited, "sample-apiserver", "APIService "+sampleAPISvc+" usable", p.log.Name(), 250*time.Millisecond, p.available)
 }
 
 // available: the APIService says Available and a LIST through the aggregator works.

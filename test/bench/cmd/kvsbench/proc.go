@@ -404,3 +404,27 @@ func (c *rawClient) get(ctx context.Context, path, accept string, gzip bool) (ra
 	}
 	return r, nil
 }
+
+// awaitChild polls ready every interval until it succeeds, for at most two
+// minutes, while watching exited (which it leaves as it found it) for the
+// started child process name dying first; want says what is awaited.
+func awaitChild(ctx context.Context, exited chan error, name, want, logName string, interval time.Duration, ready func(context.Context) error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("%s exited: %v (see %s)", name, err, logName)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+		err := ready(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not %s within 2 minutes: %v (see %s)", name, want, err, logName)
+		}
+	}
+}

@@ -340,26 +340,17 @@ func (s *operatorSystem) start(ctx context.Context) error {
 	go func() { s.exited <- s.cmd.Wait() }()
 	s.b.procs.extra[pOperator] = s.cmd.Process.Pid
 	s.b.logf("controller: operator started (pid %d, metrics on 127.0.0.1:%d, log %s)", s.cmd.Process.Pid, s.port, s.log.Name())
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		select {
-		case err := <-s.exited:
-			s.exited <- err
-			return fmt.Errorf("the operator exited: %v (see %s)", err, s.log.Name())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	return awaitChild(ctx, s.exited, "the operator", "its Lease taken and its metrics served", s.log.Name(), 200*time.Millisecond, func(ctx context.Context) error {
 		lease, err := s.b.kube.CoordinationV1().Leases("kube-system").Get(ctx, "kvsbench-operator.bench.kvstore.io", metav1.GetOptions{})
-		if err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "" {
-			if _, err := s.metrics(ctx); err == nil {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator did not take its Lease within 2 minutes (see %s)", s.log.Name())
+		if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+			return errors.New("no Lease holder yet")
 		}
-	}
+		_, err = s.metrics(ctx)
+		return err
+	})
 }
 
 // stop ends the operator with SIGTERM (it releases its Lease), by PID.
