@@ -817,3 +817,20 @@ func TestTeardownInATerminatingNamespaceReadsTheCache(t *testing.T) {
 		assert.Equal(t, terminating, released, "terminating=%v: writes %v", terminating, own)
 	}
 }
+
+// A namespace deleted and created again under the same name can still be
+// cached as terminating: a store created after that deletion began lives in
+// the new namespace, and its teardown waits for its Pods as usual.
+func TestTeardownIgnoresAStaleTerminatingNamespace(t *testing.T) {
+	kvs := newStore(deleting)
+	kvs.CreationTimestamp = metav1.NewTime(testNow)
+	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: ptr.To(metav1.NewTime(testNow.Add(-time.Hour)))},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	dataPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-0", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)}}
+	f := newFixture(t, kvs, dataPod)
+	require.NoError(t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(old))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.NotContains(t, own, "patch keyvaluestores s", "released as if its namespace were terminating")
+}

@@ -100,7 +100,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 		return result{}, nil
 	}
 	t := &teardownRun{c: c, kvs: kvs}
-	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(kvs.Namespace) })
+	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(kvs) })
 	for _, s := range teardownSteps {
 		if ok, err := s.done(t); err != nil || ok {
 			if err != nil {
@@ -394,13 +394,19 @@ func deletesClaims(kvs *v1alpha1.KeyValueStore) bool {
 	return p != nil && p.WhenDeleted == v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType
 }
 
-// namespaceTerminating reads the namespace from the cache (a teardown asks
-// at every reconcile while Pods remain). A namespace never stops
-// terminating, so a stale answer can only be "not terminating", the careful
-// one, as is an error.
-func (c *Controller) namespaceTerminating(name string) bool {
-	ns, err := c.namespaces.Get(name)
-	return err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating)
+// namespaceTerminating reads the store's namespace from the cache (a
+// teardown asks at every reconcile while Pods remain). A namespace never
+// stops terminating, and an error counts as "not terminating", the careful
+// answer. The one stale "terminating" is a deleted namespace still cached
+// after one of the same name was created: a terminating namespace admits
+// no new objects, so a store created after that deletion began lives in
+// the new one.
+func (c *Controller) namespaceTerminating(kvs *v1alpha1.KeyValueStore) bool {
+	ns, err := c.namespaces.Get(kvs.Namespace)
+	if err != nil || ns.DeletionTimestamp == nil && ns.Status.Phase != corev1.NamespaceTerminating {
+		return false
+	}
+	return ns.DeletionTimestamp == nil || !kvs.CreationTimestamp.After(ns.DeletionTimestamp.Time)
 }
 
 // Step 0: a bootstrap Job still running is stopped, and its Pods are gone,
