@@ -365,8 +365,12 @@ func TestControllerNoUpdateHotLoop(t *testing.T) {
 	assert.Equal(t, before, versions(), "a Ready store's objects must not be rewritten")
 	reconcilesAfter, writesAfter := controllerCounters(t)
 	assert.Zero(t, writesAfter-writes, "no apply sent while every store is settled")
-	// A settled store is reconciled only when something changes.
-	assert.LessOrEqual(t, reconcilesAfter-reconciles, 2.0, "reconciles in 30 s of quiet")
+	// A settled store is reconciled only when something changes. The counter
+	// is global: delayed requeues that earlier tests' stores scheduled
+	// (backoffs, schedule slots, the 30 s look-again) still fire after those
+	// stores are gone, a few in a window (3 seen). A loop shows far more: the
+	// rate limiter's error backoff alone retries about 13 times in 30 s.
+	assert.LessOrEqual(t, reconcilesAfter-reconciles, 5.0, "reconciles in 30 s of quiet")
 	t.Logf("in 30 s: %v reconciles, %v applies", reconcilesAfter-reconciles, writesAfter-writes)
 }
 
