@@ -353,7 +353,8 @@ start_kwok() {
 # start_kvstore NAME PORT [FLAGS...]: a kvstore-apiserver replica on the
 # stack's kvstore etcd, with that etcd's client certificate. Replicas other
 # than kvstore-apiserver run through a symlink named NAME: the user agent of
-# their clients starts with NAME.
+# their clients starts with NAME. KVSTORE_GOGC sets GOGC for kvstore-apiserver
+# alone (the benchmark's GC lever; GOGC itself would reach every process).
 start_kvstore() {
   local name=$1 port=$2; shift 2
   local exe="${BIN}/kvstore-apiserver"
@@ -362,7 +363,7 @@ start_kvstore() {
     ln -sfn "${exe}" "${STATE}/bin/${name}"
     exe="${STATE}/bin/${name}"
   fi
-  start "${name}" "${exe}" \
+  GOGC="${KVSTORE_GOGC:-${GOGC:-}}" start "${name}" "${exe}" \
     --bind-address 127.0.0.1 --secure-port "${port}" \
     --tls-cert-file "${CERTS}/kvstore-apiserver-serving.crt" --tls-private-key-file "${CERTS}/kvstore-apiserver-serving.key" \
     --etcd-servers "$(kvstore_etcd_servers)" \

@@ -577,7 +577,7 @@ func cmdlineFlags(p procs, proc string, names ...string) string {
 	if err != nil {
 		return ""
 	}
-	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	args := nulSplit(raw)
 	var out []string
 	for i, a := range args {
 		for _, n := range names {

@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -987,18 +988,21 @@ func orUnknown(s string) string {
 
 // meta describes the machine and the run.
 type meta struct {
-	Mode        string      `json:"mode"`
-	Command     string      `json:"command"`
-	Date        string      `json:"date"`
-	Duration    string      `json:"duration"`
-	CPUs        int         `json:"cpus"`
-	CPUModel    string      `json:"cpu_model"`
-	MemTotal    string      `json:"mem_total"`
-	GoVersion   string      `json:"go_version"`
-	Kernel      string      `json:"kernel"`
-	KubeVersion string      `json:"kube_apiserver_version"`
-	KVSVersion  string      `json:"kvstore_apiserver_version"`
-	KVSBinary   string      `json:"kvstore_apiserver_binary"`
+	Mode        string `json:"mode"`
+	Command     string `json:"command"`
+	Date        string `json:"date"`
+	Duration    string `json:"duration"`
+	CPUs        int    `json:"cpus"`
+	CPUModel    string `json:"cpu_model"`
+	MemTotal    string `json:"mem_total"`
+	GoVersion   string `json:"go_version"`
+	Kernel      string `json:"kernel"`
+	KubeVersion string `json:"kube_apiserver_version"`
+	KVSVersion  string `json:"kvstore_apiserver_version"`
+	KVSBinary   string `json:"kvstore_apiserver_binary"`
+	// KVSLevers are kvstore-apiserver's settings of the levers the
+	// benchmark measures (HTTP/2 serving, GOGC, GOMEMLIMIT).
+	KVSLevers   string      `json:"kvstore_apiserver_levers"`
 	EtcdFsync   string      `json:"etcd_fsync"`
 	ClientQPS   string      `json:"client_qps"`
 	Config      string      `json:"config"`
@@ -1083,6 +1087,9 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 		if st, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			m.KVSBinary += fmt.Sprintf(", running since %s", st.ModTime().UTC().Format(time.RFC3339))
 		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		m.KVSLevers = leverSettings(nulSplit(cmdline), nulSplit(environ))
 	}
 	m.Seed = cfg.seed
 	m.FeatureGates, m.Compression = featureGates(ctx, b)
@@ -1109,4 +1116,33 @@ func phaseList(p map[string]bool) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// leverSettings states kvstore-apiserver's settings of the levers the
+// benchmark compares, from its command line and environment.
+func leverSettings(cmdline, environ []string) string {
+	http2 := "HTTP/2 serving on (the aggregator's hop is HTTP/2)"
+	if slices.ContainsFunc(cmdline, func(a string) bool {
+		return a == "--disable-http2-serving" || a == "--disable-http2-serving=true"
+	}) {
+		http2 = "HTTP/2 serving off (--disable-http2-serving: the aggregator's hop is HTTP/1.1)"
+	}
+	gc := []string{"GOGC unset (100)", "GOMEMLIMIT unset"}
+	for _, e := range environ {
+		switch k, v, _ := strings.Cut(e, "="); {
+		case k == "GOGC" && v != "":
+			gc[0] = e
+		case k == "GOMEMLIMIT" && v != "":
+			gc[1] = e
+		}
+	}
+	return http2 + "; " + strings.Join(gc, ", ")
+}
+
+// nulSplit splits a /proc cmdline or environ file into its strings.
+func nulSplit(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }

@@ -353,6 +353,7 @@ func (b *bench) markdown(cs []check) string {
 	fmt.Fprintf(&sb, "- Command: `%s` (%s); took %s\n", m.Command, m.Config, m.Duration)
 	fmt.Fprintf(&sb, "- Machine: %d CPUs (%s), %s RAM, %s; %s\n", m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion)
 	fmt.Fprintf(&sb, "- kube-apiserver %s, kvstore-apiserver %s (%s); etcd fsync %s\n", m.KubeVersion, m.KVSVersion, m.KVSBinary, m.EtcdFsync)
+	fmt.Fprintf(&sb, "- kvstore-apiserver levers: %s\n", m.KVSLevers)
 	fmt.Fprintf(&sb, "- Client: %s\n", m.ClientQPS)
 	o := m.Objects
 	fmt.Fprintf(&sb, "- Objects: create request %d B of JSON; a store is %d B as JSON (with managedFields and status) and %d B stored (%s); a custom resource %d B as JSON and %d B stored (%s)\n",
