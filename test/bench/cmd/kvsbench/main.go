@@ -77,6 +77,25 @@ func colSlug(col string) string {
 	return map[string]string{colA: "a", colAop: "aop", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s"}[col]
 }
 
+// columnNamed is the column a --columns entry names: the column itself or
+// its short name (no spaces, so that it survives make's BENCH_FLAGS).
+func columnNamed(name string) string {
+	for _, col := range columns {
+		if name == col || name == colSlug(col) {
+			return col
+		}
+	}
+	return ""
+}
+
+func slugs() []string {
+	var out []string
+	for _, col := range columns {
+		out = append(out, colSlug(col))
+	}
+	return out
+}
+
 const (
 	kubeAPIURL    = "https://127.0.0.1:6443"
 	kvstoreAPIURL = "https://127.0.0.1:8443"
@@ -188,10 +207,10 @@ func parseFlags(args []string) (config, error) {
 	}
 	sort.Ints(c.listSizes)
 	c.columns = map[string]bool{}
-	for _, col := range strings.Split(*cols, ",") {
-		col = strings.TrimSpace(col)
-		if colSlug(col) == "" {
-			return c, fmt.Errorf("--columns: unknown column %q (have %s)", col, strings.Join(columns, ", "))
+	for _, name := range strings.Split(*cols, ",") {
+		col := columnNamed(strings.TrimSpace(name))
+		if col == "" {
+			return c, fmt.Errorf("--columns: unknown column %q (have %s, or their short names %s)", name, strings.Join(columns, ", "), strings.Join(slugs(), ", "))
 		}
 		c.columns[col] = true
 	}

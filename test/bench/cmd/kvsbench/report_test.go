@@ -125,3 +125,11 @@ func TestLeverSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestColumnNamed(t *testing.T) {
+	for name, want := range map[string]string{"B json": colBJ, "bj": colBJ, "B′ proto": colDP, "dp": colDP, "aop": colAop, "A+op": colAop, "s": colS, "Bjson": "", "": ""} {
+		if got := columnNamed(name); got != want {
+			t.Errorf("columnNamed(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
