@@ -291,6 +291,17 @@ func (b *bench) checks() []check {
 		Like: mk(bj/a, atLeast(1), fmt.Sprintf("B json %s vs A %s ops/s = %.2f×", format(bj, "ops/s"), format(a, "ops/s"), bj/a)),
 	})
 
+	// The first bar: at least the peer's ratio to the CRD, measured
+	// in the same run (S/A), i.e. at least the peer's rate.
+	for _, op := range []string{"create", "get"} {
+		m := op + " c16 rate"
+		a, s, bp, bj := v(m, colA), v(m, colS), v(m, colBP), v(m, colBJ)
+		cs = append(cs, check{Target: op + " rate at concurrency 16 through the aggregator, against the CRD: at least the peer's ratio", Want: "≥ S json / A", Higher: true,
+			Best: mk(bp/s, atLeast(1), fmt.Sprintf("B proto / A %.2f× vs S json / A %.2f× (B proto %s, S json %s ops/s)", bp/a, s/a, format(bp, "ops/s"), format(s, "ops/s"))),
+			Like: mk(bj/s, atLeast(1), fmt.Sprintf("B json / A %.2f× vs S json / A %.2f× (B json %s, S json %s ops/s)", bj/a, s/a, format(bj, "ops/s"), format(s, "ops/s"))),
+		})
+	}
+
 	a, bp, bj = v("create c1 p50", colA), v("create c1 p50", colBP), v("create c1 p50", colBJ)
 	cs = append(cs, check{Target: "create p50 at concurrency 1, through the aggregator", Want: "≤ CRD's + 1 ms",
 		Best: mk(bp-a, atMost(1), fmt.Sprintf("B proto %s vs A %s ms: %+.2f ms", format(bp, "ms"), format(a, "ms"), bp-a)),

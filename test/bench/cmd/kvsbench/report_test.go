@@ -133,3 +133,24 @@ func TestColumnNamed(t *testing.T) {
 		}
 	}
 }
+
+// The first bar is the peer's ratio to the CRD in the same run.
+func TestPeerRatioTargets(t *testing.T) {
+	b := &bench{figs: newFigures(), cfg: config{listSizes: []int{10}, watchers: []int{1}}}
+	for col, rate := range map[string]float64{colA: 200, colS: 120, colBP: 126, colBJ: 100} {
+		b.figs.add("get c16 rate", col, "ops/s", rate)
+	}
+	for _, c := range b.checks() {
+		if !strings.HasPrefix(c.Target, "get rate at concurrency 16") {
+			continue
+		}
+		if c.Best.Met == nil || !*c.Best.Met || c.Like.Met == nil || *c.Like.Met {
+			t.Fatalf("best (126 ≥ 120) must be met and like for like (100 < 120) missed: %+v", c)
+		}
+		if want := "B proto / A 0.63× vs S json / A 0.60×"; !strings.Contains(c.Best.Measured, want) {
+			t.Errorf("best reading %q lacks %q", c.Best.Measured, want)
+		}
+		return
+	}
+	t.Fatal("no target for the peer's GET ratio")
+}
