@@ -125,8 +125,8 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 		b.mu.Lock()
 		b.meta.Orders = append(b.meta.Orders, fmt.Sprintf("controller rep %d: %s", rep, strings.Join(names, ", ")))
 		b.mu.Unlock()
-		for _, s := range order {
-			res, err := b.controllerRun(ctx, s, rep)
+		for i, s := range order {
+			res, err := b.controllerRun(ctx, s, rep, lastRun(rep, b.cfg.ctrlReps, i, len(order)))
 			if res != nil {
 				runs[s.name()] = append(runs[s.name()], res)
 				b.ctrl[s.name()] = medianResult(runs[s.name()])
@@ -138,6 +138,10 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 	}
 	return nil
 }
+
+// lastRun says whether run i of n in repetition rep of reps is the phase's
+// last, the only one whose namespace stays until the cleanup.
+func lastRun(rep, reps, i, n int) bool { return rep == reps && i == n-1 }
 
 // gcDiscoveryPeriod is how often kube-controller-manager's garbage collector
 // rediscovers the served resources (its resync period, 30 s, plus margin).
@@ -275,8 +279,9 @@ func cpuDiff(before, after map[string]float64) map[string]float64 {
 
 // controllerRun is one repetition of the phase for one system: N live
 // stores created → all Ready, then M deleted → gone with their final
-// backups done, then the namespace removed.
-func (b *bench) controllerRun(ctx context.Context, s system, rep int) (*controllerResult, error) {
+// backups done, then the namespace removed unless this is the phase's last
+// run.
+func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool) (*controllerResult, error) {
 	n, r := b.cfg.ctrlStores, b.cfg.ctrlReplicas
 	ns := s.namespace()
 	res := &controllerResult{System: s.name(), Stores: n, Replicas: r, ProxyReplicas: ctrlProxyReplicas, ReadySeconds: map[string]float64{}}
@@ -380,16 +385,16 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int) (*controll
 		}
 	}
 	b.logf("controller: %s: %d of %d Ready in %.1f s; %.0f reconciles", s.name(), res.ReadyAtEnd, n, after.at.Sub(start).Seconds(), res.Reconciles)
-	if res.TimedOut {
-		return res, nil
+	if !res.TimedOut {
+		if err := b.deleteRun(ctx, s, res); err != nil {
+			return res, err
+		}
 	}
-	if err := b.deleteRun(ctx, s, res); err != nil {
-		return res, err
-	}
-	if rep == b.cfg.ctrlReps {
-		// The last repetition's namespace goes at the cleanup, with the
-		// others at once (b.ctrlUsed); the operator's stores are released
-		// there by the tool.
+	if last {
+		// The last run's namespace goes at the cleanup (b.ctrlUsed; the
+		// operator's stores are released there by the tool). Every other
+		// run's goes now: the next system must start on the same empty
+		// cluster, not beside this one's Pods, claims and stores.
 		return res, nil
 	}
 	b.logf("controller: %s: removing namespace %s", s.name(), ns)
