@@ -277,6 +277,10 @@ type bench struct {
 	figs        *figures
 	procs       procs
 	meta        meta
+	// kvsControllerOff: kvstore-apiserver runs without its controller
+	// (--controllers=false, a lever run): nothing writes the stores' status,
+	// so nothing waits for it.
+	kvsControllerOff bool
 
 	targets []target
 	a       *crTarget
@@ -390,6 +394,9 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	started := time.Now()
 	b.meta = collectMeta(ctx, b, cfg)
+	if b.kvsControllerOff {
+		b.logf("kvstore-apiserver runs with --controllers=false: no status writes; nothing waits for them")
+	}
 	b.logf("applying %s", cfg.crdPath)
 	if err := b.applyCRD(ctx, crd); err != nil {
 		return err
@@ -1109,6 +1116,7 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		m.KVSLevers = leverSettings(nulSplit(cmdline), nulSplit(environ))
+		b.kvsControllerOff = controllerOff(nulSplit(cmdline))
 	}
 	m.Seed = cfg.seed
 	m.FeatureGates, m.Compression = featureGates(ctx, b)
@@ -1155,7 +1163,17 @@ func leverSettings(cmdline, environ []string) string {
 			gc[1] = e
 		}
 	}
-	return http2 + "; " + strings.Join(gc, ", ")
+	settings := http2 + "; " + strings.Join(gc, ", ")
+	if controllerOff(cmdline) {
+		settings += "; embedded controller off (--controllers=false: no status writes, the B columns are the API alone)"
+	}
+	return settings
+}
+
+// controllerOff says whether kvstore-apiserver's command line turns its
+// controller off.
+func controllerOff(cmdline []string) bool {
+	return slices.Contains(cmdline, "--controllers=false")
 }
 
 // nulSplit splits a /proc cmdline or environ file into its strings.

@@ -119,6 +119,8 @@ func TestLeverSettings(t *testing.T) {
 			"HTTP/2 serving on (the aggregator's hop is HTTP/2); GOGC unset (100), GOMEMLIMIT unset"},
 		{"levers set", "kvstore-apiserver\x00--disable-http2-serving\x00", "GOGC=200\x00GOMEMLIMIT=1GiB\x00",
 			"HTTP/2 serving off (--disable-http2-serving: the aggregator's hop is HTTP/1.1); GOGC=200, GOMEMLIMIT=1GiB"},
+		{"controller off", "kvstore-apiserver\x00--controllers=false\x00", "",
+			"HTTP/2 serving on (the aggregator's hop is HTTP/2); GOGC unset (100), GOMEMLIMIT unset; embedded controller off (--controllers=false: no status writes, the B columns are the API alone)"},
 	} {
 		if got := leverSettings(nulSplit([]byte(tc.cmdline)), nulSplit([]byte(tc.environ))); got != tc.want {
 			t.Errorf("%s: leverSettings = %q, want %q", tc.name, got, tc.want)
