@@ -330,17 +330,11 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	}{{"50%", 0.5}, {"90%", 0.9}, {"100%", 1}}
 	deadline := start.Add(b.cfg.ctrlTimeout)
 	lastLog := time.Now()
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	tracker := trackStores(trackCtx, s)
 	for {
-		list, err := s.stores(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ready := 0
-		for i := range list {
-			if isStoreReady(&list[i]) {
-				ready++
-			}
-		}
+		ready, trackErr := tracker.readyCount()
 		el := time.Since(start).Seconds()
 		res.ReadyCurve = appendReady(res.ReadyCurve, el, ready)
 		for _, m := range marks {
@@ -354,7 +348,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 		}
 		if time.Now().After(deadline) {
 			res.TimedOut = true
-			b.problem("controller phase, %s: only %d of %d stores Ready after %s", s.name(), ready, n, b.cfg.ctrlTimeout)
+			b.problem("controller phase, %s: only %d of %d stores Ready after %s (last error following them: %v)", s.name(), ready, n, b.cfg.ctrlTimeout, trackErr)
 			break
 		}
 		if time.Since(lastLog) > 30*time.Second {
@@ -430,17 +424,11 @@ func (b *bench) deleteRun(ctx context.Context, s system, res *controllerResult) 
 	}
 	deadline := start.Add(b.cfg.ctrlTimeout)
 	lastLog := time.Now()
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	tracker := trackStores(trackCtx, s)
 	for {
-		list, err := s.stores(ctx)
-		if err != nil {
-			return err
-		}
-		left := 0
-		for _, o := range list {
-			if names[o.Name] {
-				left++
-			}
-		}
+		left, trackErr := tracker.present(names)
 		done, err := s.finalBackupsDone(ctx, names)
 		if err != nil {
 			return err
@@ -451,7 +439,7 @@ func (b *bench) deleteRun(ctx context.Context, s system, res *controllerResult) 
 		}
 		if time.Now().After(deadline) {
 			res.DeleteTimedOut = true
-			b.problem("controller phase, %s: %d of %d deleted stores still there and %d final backups done after %s", s.name(), left, m, done, b.cfg.ctrlTimeout)
+			b.problem("controller phase, %s: %d of %d deleted stores still there and %d final backups done after %s (last error following them: %v)", s.name(), left, m, done, b.cfg.ctrlTimeout, trackErr)
 			break
 		}
 		if time.Since(lastLog) > 30*time.Second {
@@ -613,7 +601,7 @@ func (b *bench) controllerMarkdown() string {
 	fmt.Fprintf(&sb, "\n### Controller phase: %d stores of %d replicas and %d proxy replica(s), created → all Ready; then %d deleted → gone with final backups done\n\n",
 		c.Stores, c.Replicas, c.ProxyReplicas, c.Deleted)
 	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
-		"Readiness is polled with a LIST every second on both sides. Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
+		"Readiness is followed with one LIST and then a watch on both sides (counted every second); until 2026-12-01 it was polled with a LIST of every store each second, which cost the CRD side more (see docs/benchmarks.md). Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
 		ctrlCreateConc, c.Repetitions)
 	for _, r := range results {
 		fmt.Fprintf(&sb, "- %s: %s\n", r.System, r.ClientSettings)

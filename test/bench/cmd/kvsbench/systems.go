@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -43,8 +44,13 @@ type system interface {
 	stop(ctx context.Context) error
 	create(ctx context.Context, name string, s *v1alpha1.KeyValueStore) error
 	// stores returns every store of the namespace (decoded into the
-	// kvstore.io Go type: the CRD has the same fields).
-	stores(ctx context.Context) ([]v1alpha1.KeyValueStore, error)
+	// kvstore.io Go type: the CRD has the same fields) and the list's
+	// resourceVersion.
+	stores(ctx context.Context) ([]v1alpha1.KeyValueStore, string, error)
+	// watchStores watches the namespace's stores from resourceVersion rv;
+	// decode turns one of its events' objects into the kvstore.io Go type.
+	watchStores(ctx context.Context, rv string) (watch.Interface, error)
+	decode(o k8sruntime.Object) (*v1alpha1.KeyValueStore, error)
 	remove(ctx context.Context, name string) error
 	// finalBackupsDone counts the completed final backups of the stores named.
 	finalBackupsDone(ctx context.Context, names map[string]bool) (int, error)
@@ -83,12 +89,24 @@ func (s kvsSystem) create(ctx context.Context, name string, o *v1alpha1.KeyValue
 	return err
 }
 
-func (s kvsSystem) stores(ctx context.Context) ([]v1alpha1.KeyValueStore, error) {
+func (s kvsSystem) stores(ctx context.Context) ([]v1alpha1.KeyValueStore, string, error) {
 	l, err := s.b.kvsViaKube.KvstoreV1alpha1().KeyValueStores(s.namespace()).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return l.Items, nil
+	return l.Items, l.ResourceVersion, nil
+}
+
+func (s kvsSystem) watchStores(ctx context.Context, rv string) (watch.Interface, error) {
+	return s.b.kvsViaKube.KvstoreV1alpha1().KeyValueStores(s.namespace()).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+}
+
+func (s kvsSystem) decode(o k8sruntime.Object) (*v1alpha1.KeyValueStore, error) {
+	k, ok := o.(*v1alpha1.KeyValueStore)
+	if !ok {
+		return nil, fmt.Errorf("watch event of %T, not a KeyValueStore", o)
+	}
+	return k, nil
 }
 
 func (s kvsSystem) remove(ctx context.Context, name string) error {
@@ -162,18 +180,34 @@ func (s *operatorSystem) create(ctx context.Context, _ string, o *v1alpha1.KeyVa
 	return err
 }
 
-func (s *operatorSystem) stores(ctx context.Context) ([]v1alpha1.KeyValueStore, error) {
+func (s *operatorSystem) stores(ctx context.Context) ([]v1alpha1.KeyValueStore, string, error) {
 	l, err := s.b.dyn.Resource(crGVR).Namespace(s.namespace()).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out := make([]v1alpha1.KeyValueStore, len(l.Items))
 	for i := range l.Items {
 		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return out, nil
+	return out, l.GetResourceVersion(), nil
+}
+
+func (s *operatorSystem) watchStores(ctx context.Context, rv string) (watch.Interface, error) {
+	return s.b.dyn.Resource(crGVR).Namespace(s.namespace()).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+}
+
+func (s *operatorSystem) decode(o k8sruntime.Object) (*v1alpha1.KeyValueStore, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("watch event of %T, not a custom resource", o)
+	}
+	var k v1alpha1.KeyValueStore
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
 }
 
 func (s *operatorSystem) remove(ctx context.Context, name string) error {
