@@ -19,12 +19,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -277,6 +279,8 @@ type bench struct {
 	figs        *figures
 	procs       procs
 	meta        meta
+	// directCfg reaches kvstore-apiserver directly as the admin.
+	directCfg *rest.Config
 	// kvsControllerOff: kvstore-apiserver runs without its controller
 	// (--controllers=false, a lever run): nothing writes the stores' status,
 	// so nothing waits for it.
@@ -526,6 +530,7 @@ func (b *bench) connect(stack *framework.Stack) error {
 		UserAgent: "kvsbench",
 	}
 
+	b.directCfg = directCfg
 	if b.kube, err = kubernetes.NewForConfig(kubeCfg); err != nil {
 		return err
 	}
@@ -1115,7 +1120,11 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		m.KVSLevers = leverSettings(nulSplit(cmdline), nulSplit(environ))
+		protocol, err := servedProtocol(b.directCfg)
+		if err != nil {
+			protocol = err.Error()
+		}
+		m.KVSLevers = leverSettings(protocol, nulSplit(cmdline), nulSplit(environ))
 		b.kvsControllerOff = controllerOff(nulSplit(cmdline))
 	}
 	m.Seed = cfg.seed
@@ -1145,14 +1154,37 @@ func phaseList(p map[string]bool) string {
 	return strings.Join(out, ",")
 }
 
+// servedProtocol is the protocol kvstore-apiserver agrees to when a client
+// offers both HTTP/2 and HTTP/1.1, as the aggregator's transport does.
+func servedProtocol(cfg *rest.Config) (string, error) {
+	tc, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return "", err
+	}
+	tc.NextProtos = []string{"h2", "http/1.1"}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return "", err
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", u.Host, tc)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().NegotiatedProtocol, nil
+}
+
 // leverSettings states kvstore-apiserver's settings of the levers the
 // benchmark compares, from its command line and environment.
-func leverSettings(cmdline, environ []string) string {
-	http2 := "HTTP/2 serving on (the aggregator's hop is HTTP/2)"
-	if slices.ContainsFunc(cmdline, func(a string) bool {
-		return a == "--disable-http2-serving" || a == "--disable-http2-serving=true"
-	}) {
-		http2 = "HTTP/2 serving off (--disable-http2-serving: the aggregator's hop is HTTP/1.1)"
+func leverSettings(protocol string, cmdline, environ []string) string {
+	var http2 string
+	switch protocol {
+	case "h2":
+		http2 = "HTTP/2 serving on (the aggregator's hop is HTTP/2)"
+	case "http/1.1":
+		http2 = "HTTP/2 serving off (the aggregator's hop is HTTP/1.1)"
+	default:
+		http2 = fmt.Sprintf("served protocol unknown (%q)", protocol)
 	}
 	gc := []string{"GOGC unset (100)", "GOMEMLIMIT unset"}
 	for _, e := range environ {

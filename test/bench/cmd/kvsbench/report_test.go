@@ -111,18 +111,18 @@ func TestTableHasPeerRatios(t *testing.T) {
 
 func TestLeverSettings(t *testing.T) {
 	for _, tc := range []struct {
-		name             string
-		cmdline, environ string
-		want             string
+		name                       string
+		protocol, cmdline, environ string
+		want                       string
 	}{
-		{"defaults", "kvstore-apiserver\x00--secure-port\x008443\x00", "PATH=/bin\x00GOGC=\x00",
+		{"defaults", "h2", "kvstore-apiserver\x00--secure-port\x008443\x00", "PATH=/bin\x00GOGC=\x00",
 			"HTTP/2 serving on (the aggregator's hop is HTTP/2); GOGC unset (100), GOMEMLIMIT unset"},
-		{"levers set", "kvstore-apiserver\x00--disable-http2-serving\x00", "GOGC=200\x00GOMEMLIMIT=1GiB\x00",
-			"HTTP/2 serving off (--disable-http2-serving: the aggregator's hop is HTTP/1.1); GOGC=200, GOMEMLIMIT=1GiB"},
-		{"controller off", "kvstore-apiserver\x00--controllers=false\x00", "",
+		{"levers set", "http/1.1", "kvstore-apiserver\x00--disable-http2-serving\x00", "GOGC=200\x00GOMEMLIMIT=1GiB\x00",
+			"HTTP/2 serving off (the aggregator's hop is HTTP/1.1); GOGC=200, GOMEMLIMIT=1GiB"},
+		{"controller off", "h2", "kvstore-apiserver\x00--controllers=false\x00", "",
 			"HTTP/2 serving on (the aggregator's hop is HTTP/2); GOGC unset (100), GOMEMLIMIT unset; embedded controller off (--controllers=false: no status writes, the B columns are the API alone)"},
 	} {
-		if got := leverSettings(nulSplit([]byte(tc.cmdline)), nulSplit([]byte(tc.environ))); got != tc.want {
+		if got := leverSettings(tc.protocol, nulSplit([]byte(tc.cmdline)), nulSplit([]byte(tc.environ))); got != tc.want {
 			t.Errorf("%s: leverSettings = %q, want %q", tc.name, got, tc.want)
 		}
 	}
