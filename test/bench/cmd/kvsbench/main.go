@@ -396,6 +396,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	defer b.etcdKVS.Close()
 	defer b.etcdKube.Close()
 
+	b.kvsControllerOff = b.kvsRunsWithoutController()
 	started := time.Now()
 	b.meta = collectMeta(ctx, b, cfg)
 	if b.kvsControllerOff {
@@ -507,6 +508,17 @@ func run(ctx context.Context, cfg config) (err error) {
 	})
 	sort.Strings(b.meta.WireFormats)
 	return b.report()
+}
+
+// kvsRunsWithoutController says the running kvstore-apiserver was started
+// with --controllers=false (a lever run): nothing then writes status.
+func (b *bench) kvsRunsWithoutController() bool {
+	pid, err := b.procs.pid(pKVSAPI)
+	if err != nil {
+		return false
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return controllerOff(nulSplit(cmdline))
 }
 
 // connect builds every client: the admin's through kube-apiserver, the admin
@@ -1132,7 +1144,6 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 			protocol = err.Error()
 		}
 		m.KVSLevers = leverSettings(protocol, nulSplit(cmdline), nulSplit(environ))
-		b.kvsControllerOff = controllerOff(nulSplit(cmdline))
 	}
 	m.Seed = cfg.seed
 	m.FeatureGates, m.Compression = featureGates(ctx, b)

@@ -187,9 +187,11 @@ func (s *operatorSystem) stores(ctx context.Context) ([]v1alpha1.KeyValueStore, 
 	}
 	out := make([]v1alpha1.KeyValueStore, len(l.Items))
 	for i := range l.Items {
-		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
+		k, err := s.decode(&l.Items[i])
+		if err != nil {
 			return nil, "", err
 		}
+		out[i] = *k
 	}
 	return out, l.GetResourceVersion(), nil
 }
