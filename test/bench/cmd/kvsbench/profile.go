@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -147,13 +146,13 @@ func (b *bench) profileOne(ctx context.Context, t target, op profileOp, set stri
 	if calls.errs > 0 {
 		b.problem("profile %s %s: %d calls failed, first: %v", t.ID(), op.name, calls.errs, calls.firstErr)
 	}
-	if calls.ok == 0 {
+	if len(calls.lat) == 0 {
 		return 0, nil
 	}
 	metric := "profile " + op.name + " c16"
-	b.figs.add(metric+" rate", t.ID(), "ops/s", float64(calls.ok)/calls.wall.Seconds())
+	b.figs.add(metric+" rate", t.ID(), "ops/s", calls.opsPerSec())
 	for i, p := range procs {
-		b.figs.add(metric+" cpu ms/request "+p, t.ID(), "ms", 1000*(after[p]-before[p])/float64(calls.ok))
+		b.figs.add(metric+" cpu ms/request "+p, t.ID(), "ms", 1000*(after[p]-before[p])/float64(len(calls.lat)))
 		if errs[i] != nil {
 			b.problem("profile %s %s: %s: %v", t.ID(), op.name, p, errs[i])
 			continue
@@ -163,50 +162,7 @@ func (b *bench) profileOne(ctx context.Context, t target, op profileOp, set stri
 			b.problem("profile %s: %v", name, err)
 		}
 	}
-	return calls.ok, nil
-}
-
-// callsRun counts what runFor did.
-type callsRun struct {
-	ok, errs int
-	firstErr error
-	wall     time.Duration
-}
-
-// runFor calls fn with increasing i from conc goroutines until d has
-// passed; calls in flight then finish (they are not cancelled, so none
-// fails for being cut off).
-func runFor(ctx context.Context, d time.Duration, conc int, fn func(ctx context.Context, i int) error) callsRun {
-	var (
-		next, ok, errs atomic.Int64
-		first          atomic.Value
-		wg             sync.WaitGroup
-	)
-	start := time.Now()
-	stop := start.Add(d)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) && ctx.Err() == nil {
-				cctx, cancel := context.WithTimeout(ctx, perCall)
-				err := fn(cctx, int(next.Add(1)-1))
-				cancel()
-				if err != nil {
-					errs.Add(1)
-					first.CompareAndSwap(nil, err)
-					continue
-				}
-				ok.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	r := callsRun{ok: int(ok.Load()), errs: int(errs.Load()), wall: time.Since(start)}
-	if e, isErr := first.Load().(error); isErr {
-		r.firstErr = e
-	}
-	return r
+	return len(calls.lat), nil
 }
 
 // profileRows are the profile phase's figures: rate, and CPU per request of

@@ -112,9 +112,22 @@ func (r opRun) opsPerSec() float64 { return float64(len(r.lat)) / r.wall.Seconds
 // runOps calls fn for i in [0,n) from conc goroutines, each call bounded by
 // perCall, and times every call.
 func runOps(ctx context.Context, n, conc int, perCall time.Duration, fn func(ctx context.Context, i int) error) opRun {
+	return runCalls(ctx, conc, perCall, func(i int) bool { return i < n }, fn)
+}
+
+// runFor calls fn with increasing i from conc goroutines until d has
+// passed; calls in flight then finish (they are not cancelled, so none
+// fails for being cut off).
+func runFor(ctx context.Context, d time.Duration, conc int, fn func(ctx context.Context, i int) error) opRun {
+	stop := time.Now().Add(d)
+	return runCalls(ctx, conc, perCall, func(int) bool { return time.Now().Before(stop) }, fn)
+}
+
+// runCalls calls fn with increasing i from conc goroutines while more(i)
+// holds, each call bounded by perCall, and times every call.
+func runCalls(ctx context.Context, conc int, perCall time.Duration, more func(i int) bool, fn func(ctx context.Context, i int) error) opRun {
 	var (
 		next     atomic.Int64
-		mu       sync.Mutex
 		r        opRun
 		wg       sync.WaitGroup
 		perWork  = make([][]time.Duration, conc)
@@ -122,14 +135,13 @@ func runOps(ctx context.Context, n, conc int, perCall time.Duration, fn func(ctx
 		errCount = make([]int, conc)
 	)
 	start := time.Now()
-	for w := 0; w < conc; w++ {
+	for w := range conc {
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
-			lat := make([]time.Duration, 0, n/conc+1)
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
+				if !more(i) || ctx.Err() != nil {
 					break
 				}
 				cctx, cancel := context.WithTimeout(ctx, perCall)
@@ -144,15 +156,12 @@ func runOps(ctx context.Context, n, conc int, perCall time.Duration, fn func(ctx
 					}
 					continue
 				}
-				lat = append(lat, d)
+				perWork[w] = append(perWork[w], d)
 			}
-			perWork[w] = lat
-		}(w)
+		}()
 	}
 	wg.Wait()
 	r.wall = time.Since(start)
-	mu.Lock()
-	defer mu.Unlock()
 	for w := range perWork {
 		r.lat = append(r.lat, perWork[w]...)
 		r.errs += errCount[w]
