@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -45,7 +44,7 @@ type bootstrapState struct {
 
 // bootstrapJobs are the store's bootstrap Jobs, oldest attempt first.
 func (c *Controller) bootstrapJobs(kvs *v1alpha1.KeyValueStore) ([]*batchv1.Job, error) {
-	jobs, err := c.jobs.Jobs(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, ComponentBootstrap)))
+	jobs, err := componentObjects[*batchv1.Job](c.jobs, kvs, ComponentBootstrap)
 	if err != nil {
 		return nil, fmt.Errorf("list bootstrap Jobs: %w", err)
 	}

@@ -25,7 +25,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -51,11 +50,11 @@ type Controller struct {
 	backups kvslisters.KeyValueStoreBackupLister
 	// backupIndex finds a store's backups (index storeNameIndex).
 	backupIndex cache.Indexer
-	pods        corelisters.PodLister
-	claims      corelisters.PersistentVolumeClaimLister
+	// Pods, claims and Jobs are read by store and component (index
+	// componentIndex).
+	pods, claims, jobs cache.Indexer
 	// namespaces is unfiltered (namespaces carry no label of ours).
 	namespaces corelisters.NamespaceLister
-	jobs       batchlisters.JobLister
 	synced     []cache.InformerSynced
 
 	// The kinds the controller applies, each with its cache, live read,
@@ -88,10 +87,10 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		recorder:   recorder,
 		stores:     kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
 		backups:    kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
-		pods:       kubeInformers.Core().V1().Pods().Lister(),
-		claims:     kubeInformers.Core().V1().PersistentVolumeClaims().Lister(),
+		pods:       kubeInformers.Core().V1().Pods().Informer().GetIndexer(),
+		claims:     kubeInformers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer(),
+		jobs:       kubeInformers.Batch().V1().Jobs().Informer().GetIndexer(),
 		namespaces: namespaces.Lister(),
-		jobs:       jobLister,
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
 			cached: func(ns, name string) (*corev1.Service, error) { return svcLister.Services(ns).Get(name) },
@@ -168,6 +167,13 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	// namespace's deletion reaches the stores through their Pods' events.
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
 
+	for _, inf := range []cache.SharedIndexInformer{kubeInformers.Core().V1().Pods().Informer(),
+		kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), kubeInformers.Batch().V1().Jobs().Informer()} {
+		if err := addIndex(inf, componentIndex, componentKeys); err != nil {
+			return nil, err
+		}
+	}
+
 	storeInformer := kvsInformers.Kvstore().V1alpha1().KeyValueStores().Informer()
 	if _, err := storeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
@@ -186,10 +192,8 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 
 	// A store's backups are reconciled with the store (see syncBackups).
 	backupInformer := kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Informer()
-	if _, ok := backupInformer.GetIndexer().GetIndexers()[storeNameIndex]; !ok {
-		if err := backupInformer.AddIndexers(cache.Indexers{storeNameIndex: backupStoreKey}); err != nil {
-			return nil, err
-		}
+	if err := addIndex(backupInformer, storeNameIndex, backupStoreKey); err != nil {
+		return nil, err
 	}
 	c.backupIndex = backupInformer.GetIndexer()
 	if _, err := backupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -17,12 +17,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -597,14 +595,12 @@ func TestFailingFinalBackupBacksOff(t *testing.T) {
 	assert.Equal(t, ReasonBackupSkipped, c.Reason)
 }
 
-// failingPodLister fails every list, as a broken cache would.
-type failingPodLister struct{ corelisters.PodLister }
+// failingIndexer fails every indexed read, as a broken cache would.
+type failingIndexer struct{ cache.Indexer }
 
-func (failingPodLister) Pods(string) corelisters.PodNamespaceLister { return failingPodLister{} }
-func (failingPodLister) List(labels.Selector) ([]*corev1.Pod, error) {
+func (failingIndexer) ByIndex(string, string) ([]any, error) {
 	return nil, errors.New("cache unavailable")
 }
-func (failingPodLister) Get(string) (*corev1.Pod, error) { return nil, errors.New("cache unavailable") }
 
 // Item 8: a failed Pod list never counts as "no Pods".
 func TestTeardownFailsClosedOnListErrors(t *testing.T) {
@@ -613,7 +609,7 @@ func TestTeardownFailsClosedOnListErrors(t *testing.T) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}}
 	f.cache(sts)
-	f.c.pods = failingPodLister{}
+	f.c.pods = failingIndexer{}
 	_, err := f.sync(kvs)
 	require.Error(t, err)
 	_, own := f.writes()

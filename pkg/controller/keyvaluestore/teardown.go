@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -330,7 +329,7 @@ func (t *teardownRun) waitForPods(component string) (stepWait, error) {
 
 // componentPods lists a component's Pods from the cache.
 func (c *Controller) componentPods(kvs *v1alpha1.KeyValueStore, component string) ([]*corev1.Pod, error) {
-	pods, err := c.pods.Pods(kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(kvs, component)))
+	pods, err := componentObjects[*corev1.Pod](c.pods, kvs, component)
 	if err != nil {
 		return nil, fmt.Errorf("list %s Pods: %w", component, err)
 	}
@@ -378,7 +377,7 @@ func (t *teardownRun) deleteClaims(ctx context.Context) (stepWait, error) {
 
 // liveClaims are the store's data claims not yet being deleted.
 func (t *teardownRun) liveClaims() ([]*corev1.PersistentVolumeClaim, error) {
-	claims, err := t.c.claims.PersistentVolumeClaims(t.kvs.Namespace).List(labels.SelectorFromSet(selectorLabels(t.kvs, ComponentData)))
+	claims, err := componentObjects[*corev1.PersistentVolumeClaim](t.c.claims, t.kvs, ComponentData)
 	if err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
