@@ -253,6 +253,34 @@ func TestControllerRepairsDrift(t *testing.T) {
 		return nil
 	}))
 
+	// A hand-edited Service selector is put back: a Service has no
+	// metadata.generation, so its spec changes are seen otherwise.
+	_, err = kube.CoreV1().Services(ns).Patch(ctx, "drift", types.MergePatchType, []byte(`{"spec":{"selector":{"app.kubernetes.io/component":"elsewhere"}}}`), metav1.PatchOptions{FieldManager: "someone"})
+	require.NoError(t, err)
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		svc, err := kube.CoreV1().Services(ns).Get(ctx, "drift", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := svc.Spec.Selector["app.kubernetes.io/component"]; got != "data" {
+			return fmt.Errorf("Service selects component %q", got)
+		}
+		return nil
+	}))
+	// A removed label is put back (metadata: no new generation).
+	_, err = kube.AppsV1().StatefulSets(ns).Patch(ctx, "drift", types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/component":null}}}`), metav1.PatchOptions{FieldManager: "someone"})
+	require.NoError(t, err)
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "drift", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := sts.Labels["app.kubernetes.io/component"]; got != "data" {
+			return fmt.Errorf("StatefulSet labelled component %q", got)
+		}
+		return nil
+	}))
+
 	// A deleted StatefulSet and Service are recreated.
 	old, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "drift", metav1.GetOptions{})
 	require.NoError(t, err)

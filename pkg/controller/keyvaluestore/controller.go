@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -216,7 +217,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	}{
 		{kubeInformers.Apps().V1().StatefulSets().Informer(), statefulSetChanged},
 		{kubeInformers.Apps().V1().Deployments().Informer(), deploymentChanged},
-		{kubeInformers.Core().V1().Services().Informer(), specOrMetadataChanged},
+		{kubeInformers.Core().V1().Services().Informer(), serviceChanged},
 		{kubeInformers.Batch().V1().Jobs().Informer(), nil},
 	} {
 		var opts []watchOption
@@ -294,6 +295,19 @@ func specOrMetadataChanged(old, new interface{}) bool {
 	return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) || !reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
 		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+}
+
+// serviceChanged is false for an update that changed only status. A
+// Service has no metadata.generation: its spec is compared itself (a
+// hand-edited selector went unrepaired until something else happened to the
+// store).
+func serviceChanged(old, new any) bool {
+	o, ok1 := old.(*corev1.Service)
+	n, ok2 := new.(*corev1.Service)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return specOrMetadataChanged(old, new) || !apiequality.Semantic.DeepEqual(o.Spec, n.Spec)
 }
 
 // statefulSetStatusRead is the part of a StatefulSet's status that observe,

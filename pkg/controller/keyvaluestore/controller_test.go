@@ -751,6 +751,7 @@ func TestWorkloadUpdatesThatMatter(t *testing.T) {
 	readyPod := pod.DeepCopy()
 	readyPod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"a": "a"}}}
 	cases := []struct {
 		name    string
 		changed func(old, new any) bool
@@ -775,6 +776,10 @@ func TestWorkloadUpdatesThatMatter(t *testing.T) {
 		{"pod becomes ready", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions = readyPod.Status.Conditions }, true},
 		{"pod stops being ready", podChanged, readyPod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions[0].Status = corev1.ConditionFalse }, true},
 		{"pod phase", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Phase = corev1.PodSucceeded }, false},
+		{"service selector", serviceChanged, svc, func(o runtime.Object) { o.(*corev1.Service).Spec.Selector = map[string]string{"a": "b"} }, true},
+		{"service load balancer", serviceChanged, svc, func(o runtime.Object) {
+			o.(*corev1.Service).Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.2"}}
+		}, false},
 		{"claim deletion starts", specOrMetadataChanged, claim, func(o runtime.Object) {
 			o.(*corev1.PersistentVolumeClaim).DeletionTimestamp = &metav1.Time{Time: testNow}
 		}, true},
