@@ -27,6 +27,27 @@ type ownedKind[T metav1.Object, AC any] struct {
 	// createOnly kinds (Jobs: their template is immutable) are applied only
 	// to create them; an existing one of ours is left as it is.
 	createOnly bool
+	// memo spares extract for an object unchanged since it last matched
+	// (nil: always extract).
+	memo *appliedMemo
+}
+
+// unchanged says cur carries, as ours in managedFields, exactly desired.
+func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
+	digest, ok := stateDigest{}, false
+	if k.memo != nil {
+		if digest, ok = appliedDigest(cur, desired); ok && k.memo.holds(cur, digest) {
+			return true
+		}
+	}
+	live, err := k.extract(cur)
+	if err != nil || !apiequality.Semantic.DeepEqual(live, desired) {
+		return false
+	}
+	if ok {
+		k.memo.remember(cur, digest)
+	}
+	return true
 }
 
 // applyOutcome says what applyUnlessUnchanged did.
@@ -76,7 +97,7 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil
 		}
-		if live, err := k.extract(cur); err == nil && apiequality.Semantic.DeepEqual(live, desired) {
+		if k.unchanged(cur, desired) {
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil
 		}

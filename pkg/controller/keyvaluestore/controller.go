@@ -94,6 +94,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		namespaces: namespaces.Lister(),
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
+			memo:   newAppliedMemo(),
 			cached: func(ns, name string) (*corev1.Service, error) { return svcLister.Services(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
 				return kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
@@ -107,6 +108,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		statefulSets: ownedKind[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration]{
 			kind:   "StatefulSet",
+			memo:   newAppliedMemo(),
 			cached: func(ns, name string) (*appsv1.StatefulSet, error) { return stsLister.StatefulSets(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
 				return kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -120,6 +122,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		deployments: ownedKind[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]{
 			kind:   "Deployment",
+			memo:   newAppliedMemo(),
 			cached: func(ns, name string) (*appsv1.Deployment, error) { return deployLister.Deployments(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
 				return kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -133,6 +136,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		pdbs: ownedKind[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]{
 			kind: "PodDisruptionBudget",
+			memo: newAppliedMemo(),
 			cached: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
 				return pdbLister.PodDisruptionBudgets(ns).Get(name)
 			},
@@ -168,6 +172,17 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	// namespace's deletion reaches the stores through their Pods' events.
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
 
+	// An object's memo entry goes with it.
+	for inf, memo := range map[cache.SharedIndexInformer]*appliedMemo{
+		kubeInformers.Core().V1().Services().Informer():               c.services.memo,
+		kubeInformers.Apps().V1().StatefulSets().Informer():           c.statefulSets.memo,
+		kubeInformers.Apps().V1().Deployments().Informer():            c.deployments.memo,
+		kubeInformers.Policy().V1().PodDisruptionBudgets().Informer(): c.pdbs.memo,
+	} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: memo.forget}); err != nil {
+			return nil, err
+		}
+	}
 	for _, inf := range []cache.SharedIndexInformer{kubeInformers.Core().V1().Pods().Informer(),
 		kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), kubeInformers.Batch().V1().Jobs().Informer()} {
 		if err := addIndex(inf, componentIndex, componentKeys); err != nil {
