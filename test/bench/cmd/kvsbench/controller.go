@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -562,15 +561,7 @@ func clientSettings(p procs) string {
 // cmdlineFlags returns the given flags as a process of the local stack was
 // started with ("" if none), read from /proc.
 func cmdlineFlags(p procs, proc string, names ...string) string {
-	pid, err := p.pid(proc)
-	if err != nil {
-		return ""
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
-	}
-	args := nulSplit(raw)
+	args := p.args(proc)
 	var out []string
 	for i, a := range args {
 		for _, n := range names {

@@ -513,12 +513,7 @@ func run(ctx context.Context, cfg config) (err error) {
 // kvsRunsWithoutController says the running kvstore-apiserver was started
 // with --controllers=false (a lever run): nothing then writes status.
 func (b *bench) kvsRunsWithoutController() bool {
-	pid, err := b.procs.pid(pKVSAPI)
-	if err != nil {
-		return false
-	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return controllerOff(nulSplit(cmdline))
+	return controllerOff(b.procs.args(pKVSAPI))
 }
 
 // connect builds every client: the admin's through kube-apiserver, the admin
@@ -1137,23 +1132,18 @@ func collectMeta(ctx context.Context, b *bench, cfg config) meta {
 		if st, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			m.KVSBinary += fmt.Sprintf(", running since %s", st.ModTime().UTC().Format(time.RFC3339))
 		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		protocol, err := servedProtocol(b.directCfg)
 		if err != nil {
 			protocol = err.Error()
 		}
-		m.KVSLevers = leverSettings(protocol, nulSplit(cmdline), nulSplit(environ))
+		m.KVSLevers = leverSettings(protocol, b.procs.args(pKVSAPI), nulSplit(environ))
 	}
 	m.Seed = cfg.seed
 	m.FeatureGates, m.Compression = featureGates(ctx, b)
 	m.EtcdFsync = "on (no --unsafe-no-fsync)"
 	for _, n := range []string{pEtcdKube, pEtcdKVS} {
-		pid, err := b.procs.pid(n)
-		if err != nil {
-			continue
-		}
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "unsafe-no-fsync") {
+		if slices.ContainsFunc(b.procs.args(n), func(a string) bool { return strings.Contains(a, "unsafe-no-fsync") }) {
 			m.EtcdFsync = n + " runs with --unsafe-no-fsync"
 		}
 	}

@@ -58,6 +58,17 @@ func (p procs) pid(name string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
+// args are the command line of a process of the stack (nil if it is not
+// running or cannot be read).
+func (p procs) args(name string) []string {
+	pid, err := p.pid(name)
+	if err != nil {
+		return nil
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return nulSplit(cmdline)
+}
+
 // cpuSeconds is utime+stime of a process, from /proc/<pid>/stat.
 func cpuSeconds(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -112,7 +112,7 @@ func (r opRun) opsPerSec() float64 { return float64(len(r.lat)) / r.wall.Seconds
 // runOps calls fn for i in [0,n) from conc goroutines, each call bounded by
 // perCall, and times every call.
 func runOps(ctx context.Context, n, conc int, perCall time.Duration, fn func(ctx context.Context, i int) error) opRun {
-	return runCalls(ctx, conc, perCall, func(i int) bool { return i < n }, fn)
+	return runCalls(ctx, conc, perCall, n, func(i int) bool { return i < n }, fn)
 }
 
 // runFor calls fn with increasing i from conc goroutines until d has
@@ -120,12 +120,14 @@ func runOps(ctx context.Context, n, conc int, perCall time.Duration, fn func(ctx
 // fails for being cut off).
 func runFor(ctx context.Context, d time.Duration, conc int, fn func(ctx context.Context, i int) error) opRun {
 	stop := time.Now().Add(d)
-	return runCalls(ctx, conc, perCall, func(int) bool { return time.Now().Before(stop) }, fn)
+	return runCalls(ctx, conc, perCall, 0, func(int) bool { return time.Now().Before(stop) }, fn)
 }
 
 // runCalls calls fn with increasing i from conc goroutines while more(i)
-// holds, each call bounded by perCall, and times every call.
-func runCalls(ctx context.Context, conc int, perCall time.Duration, more func(i int) bool, fn func(ctx context.Context, i int) error) opRun {
+// holds, each call bounded by perCall, and times every call. expected is
+// how many calls are likely in all (0: unknown); each worker's latencies
+// are preallocated for its share.
+func runCalls(ctx context.Context, conc int, perCall time.Duration, expected int, more func(i int) bool, fn func(ctx context.Context, i int) error) opRun {
 	var (
 		next     atomic.Int64
 		r        opRun
@@ -136,6 +138,7 @@ func runCalls(ctx context.Context, conc int, perCall time.Duration, more func(i 
 	)
 	start := time.Now()
 	for w := range conc {
+		perWork[w] = make([]time.Duration, 0, expected/conc+1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
