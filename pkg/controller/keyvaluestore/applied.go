@@ -22,9 +22,11 @@ import (
 // The digest covers everything the extraction reads that an apply owns:
 //   - our managedFields entry (which fields are ours: a write by anyone
 //     else that changes one of our values takes that field from us);
-//   - the spec, through metadata.generation, which the server increments on
-//     every spec change, or, for a kind without one (Services), the
-//     resourceVersion;
+//   - the spec: through metadata.generation for the kinds whose strategy
+//     increments it on every spec change (StatefulSets, Deployments,
+//     PodDisruptionBudgets; a client cannot set it on update), through the
+//     resourceVersion for the others (a Service keeps whatever generation
+//     it was created with);
 //   - the labels, annotations and ownerReferences themselves, which change
 //     no generation (compared by value, so not even a rewritten
 //     managedFields entry can hide their drift);
@@ -32,6 +34,9 @@ import (
 //
 // A stale or missing entry costs one extraction, never a skipped repair.
 type appliedMemo struct {
+	// generationTracksSpec: see above.
+	generationTracksSpec bool
+
 	mu   sync.Mutex
 	seen map[string]stateDigest // by namespace/name
 }
@@ -39,22 +44,20 @@ type appliedMemo struct {
 // stateDigest is a SHA-256 of an object's state and a desired configuration.
 type stateDigest [sha256.Size]byte
 
-func newAppliedMemo() *appliedMemo {
-	return &appliedMemo{seen: map[string]stateDigest{}}
+func newAppliedMemo(generationTracksSpec bool) *appliedMemo {
+	return &appliedMemo{generationTracksSpec: generationTracksSpec, seen: map[string]stateDigest{}}
 }
 
-// digest of obj's state as the extraction sees it and of desired; false if
-// either cannot be serialized (the caller then extracts).
-func appliedDigest(obj metav1.Object, desired any) (stateDigest, bool) {
-	version := obj.GetResourceVersion()
-	if g := obj.GetGeneration(); g > 0 {
-		version = "g" + strconv.FormatInt(g, 10)
+// digest of obj's state as the extraction sees it and of desired; false
+// without a memo, or if either cannot be serialized (the caller then
+// extracts).
+func (m *appliedMemo) digest(obj metav1.Object, desired any) (stateDigest, bool) {
+	if m == nil {
+		return stateDigest{}, false
 	}
-	var ours *metav1.FieldsV1
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			ours = e.FieldsV1
-		}
+	version := "rv" + obj.GetResourceVersion()
+	if m.generationTracksSpec {
+		version = "g" + strconv.FormatInt(obj.GetGeneration(), 10)
 	}
 	b, err := json.Marshal(struct {
 		UID             string                  `json:"uid"`
@@ -64,11 +67,22 @@ func appliedDigest(obj metav1.Object, desired any) (stateDigest, bool) {
 		Annotations     map[string]string       `json:"annotations"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 		Desired         any                     `json:"desired"`
-	}{string(obj.GetUID()), version, ours, obj.GetLabels(), obj.GetAnnotations(), obj.GetOwnerReferences(), desired})
+	}{string(obj.GetUID()), version, appliedFields(obj), obj.GetLabels(), obj.GetAnnotations(), obj.GetOwnerReferences(), desired})
 	if err != nil {
 		return stateDigest{}, false
 	}
 	return sha256.Sum256(b), true
+}
+
+// appliedFields are the fields our applies own, as the extraction finds
+// them (the first Apply entry of our manager on the main resource).
+func appliedFields(obj metav1.Object) *metav1.FieldsV1 {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			return e.FieldsV1
+		}
+	}
+	return nil
 }
 
 // holds says obj was last seen carrying desired, in this very state.
@@ -85,8 +99,10 @@ func (m *appliedMemo) remember(obj metav1.Object, digest stateDigest) {
 	m.seen[obj.GetNamespace()+"/"+obj.GetName()] = digest
 }
 
-// forget is the informer's delete handler: the memo holds only objects the
-// cache holds.
+// forget is the informer's delete handler. A reconcile that read an object
+// just before its deletion can still remember it afterwards: that entry (a
+// digest) stays until the name is deleted again, and never matches a new
+// object of the name (another UID).
 func (m *appliedMemo) forget(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {

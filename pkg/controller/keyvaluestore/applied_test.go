@@ -6,82 +6,141 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
-// settledWithCountedExtractions is a store whose owned objects exist and
-// match, with the StatefulSet's extractions counted from here on.
-func settledWithCountedExtractions(t *testing.T) (*fixture, *int) {
+// countExtractions counts k's extractions from here on.
+func countExtractions[T metav1.Object, AC any](k *ownedKind[T, AC]) *int {
+	n := 0
+	extract := k.extract
+	k.extract = func(o T) (AC, error) {
+		n++
+		return extract(o)
+	}
+	return &n
+}
+
+// settled is a store whose owned objects exist and match, reconciled once
+// more so that every owned object has been extracted and remembered.
+func settled(t *testing.T) *fixture {
 	kvs := newStore()
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	f.refreshCache(kvs.Namespace)
-	extractions := 0
-	extract := f.c.statefulSets.extract
-	f.c.statefulSets.extract = func(s *appsv1.StatefulSet) (*appsv1ac.StatefulSetApplyConfiguration, error) {
-		extractions++
-		return extract(s)
-	}
-	return f, &extractions
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	require.Empty(t, kube)
+	return f
 }
 
 func TestUnchangedObjectIsExtractedOnce(t *testing.T) {
-	f, extractions := settledWithCountedExtractions(t)
+	f := settled(t)
+	extractions := countExtractions(&f.c.statefulSets)
 	for range 3 {
 		_, err := f.sync(f.stored(newStore()))
 		require.NoError(t, err)
 		kube, _ := f.writes()
 		assert.Empty(t, kube)
 	}
-	assert.Equal(t, 1, *extractions, "the StatefulSet is extracted once while it does not change")
+	assert.Zero(t, *extractions, "a StatefulSet that has not changed since it matched is not extracted again")
 }
 
 // The memo never hides drift: each change the extraction would see makes
-// the next reconcile extract again, and the apply repairs it.
+// the next reconcile extract again, and the apply repairs what differs.
 func TestAppliedMemoSeesEveryChange(t *testing.T) {
-	for name, change := range map[string]func(*appsv1.StatefulSet){
+	for name, tc := range map[string]struct {
+		change    func(*appsv1.StatefulSet)
+		store     func(*v1alpha1.KeyValueStore)
+		reapplied bool
+	}{
 		// A spec change increments the generation on a real server (the fake
-		// does not); managedFields left as they were, as a writer forging
-		// them would.
-		"spec":           func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1); s.Generation++ },
-		"label":          func(s *appsv1.StatefulSet) { s.Labels[LabelComponent] = "other" },
-		"ownerReference": func(s *appsv1.StatefulSet) { s.OwnerReferences = nil },
-		"managedFields":  func(s *appsv1.StatefulSet) { s.ManagedFields = nil },
+		// does not); managedFields are left as they were, as a writer
+		// forging them would.
+		"spec":            {change: func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1); s.Generation++ }, reapplied: true},
+		"label":           {change: func(s *appsv1.StatefulSet) { s.Labels[LabelComponent] = "other" }, reapplied: true},
+		"ownerReference":  {change: func(s *appsv1.StatefulSet) { s.OwnerReferences = nil }, reapplied: true},
+		"managedFields":   {change: func(s *appsv1.StatefulSet) { s.ManagedFields = nil }, reapplied: true},
+		"annotation":      {change: func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{"a": "b"} }},
+		"recreated (UID)": {change: func(s *appsv1.StatefulSet) { s.UID = "another" }},
+		"desired":         {store: func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](5) }, reapplied: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, extractions := settledWithCountedExtractions(t)
-			_, err := f.sync(f.stored(newStore()))
+			f := settled(t)
+			extractions := countExtractions(&f.c.statefulSets)
+			if tc.change != nil {
+				sts, err := f.c.statefulSets.cached("ns", "s")
+				require.NoError(t, err)
+				sts = sts.DeepCopy()
+				tc.change(sts)
+				f.cache(sts)
+			}
+			kvs := f.stored(newStore())
+			if tc.store != nil {
+				tc.store(kvs)
+				f.cache(kvs)
+			}
+			_, err := f.sync(kvs)
 			require.NoError(t, err)
-			require.Equal(t, 1, *extractions)
-
-			sts, err := f.c.statefulSets.cached("ns", "s")
-			require.NoError(t, err)
-			sts = sts.DeepCopy()
-			change(sts)
-			f.cache(sts)
-			_, err = f.sync(f.stored(newStore()))
-			require.NoError(t, err)
+			assert.Equal(t, 1, *extractions, "extracted again")
 			kube, _ := f.writes()
-			assert.Equal(t, []string{"apply statefulsets s"}, kube)
-			assert.Equal(t, 2, *extractions)
+			if tc.reapplied {
+				assert.Contains(t, kube, "apply statefulsets s")
+			} else {
+				assert.Empty(t, kube)
+			}
 		})
 	}
+}
+
+// A Service's generation says nothing about its spec (the server neither
+// sets nor increments it): a selector changed under a constant generation,
+// with managedFields as they were, is still seen and repaired.
+func TestAppliedMemoOfServicesFollowsResourceVersion(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.refreshCache(kvs.Namespace)
+	setService := func(rv string, selector map[string]string) {
+		svc, err := f.c.services.cached("ns", "s")
+		require.NoError(t, err)
+		svc = svc.DeepCopy()
+		svc.Generation, svc.ResourceVersion = 7, rv
+		if selector != nil {
+			svc.Spec.Selector = selector
+		}
+		f.cache(svc)
+	}
+	setService("1", nil)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	require.Empty(t, kube)
+
+	setService("2", map[string]string{LabelComponent: "elsewhere"})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Equal(t, []string{"apply services s"}, kube)
 }
 
 // The memo holds only what the cache holds: a deletion, also one the
 // informer learned of only by relisting, drops the object's entry.
 func TestAppliedMemoForgetsDeletedObjects(t *testing.T) {
-	m := newAppliedMemo()
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u"}}
-	for _, deleted := range []any{sts, cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: sts}} {
-		d, ok := appliedDigest(sts, statefulSet(newStore(), 3))
+	m := newAppliedMemo(true)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u"}}
+	for _, deleted := range []any{svc, cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: svc}} {
+		d, ok := m.digest(svc, clientService(newStore(), ComponentData))
 		require.True(t, ok)
-		m.remember(sts, d)
-		require.True(t, m.holds(sts, d))
+		m.remember(svc, d)
+		require.True(t, m.holds(svc, d))
 		m.forget(deleted)
 		assert.Empty(t, m.seen)
 	}

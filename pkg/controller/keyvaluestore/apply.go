@@ -34,17 +34,15 @@ type ownedKind[T metav1.Object, AC any] struct {
 
 // unchanged says cur carries, as ours in managedFields, exactly desired.
 func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
-	digest, ok := stateDigest{}, false
-	if k.memo != nil {
-		if digest, ok = appliedDigest(cur, desired); ok && k.memo.holds(cur, digest) {
-			return true
-		}
+	digest, memoable := k.memo.digest(cur, desired)
+	if memoable && k.memo.holds(cur, digest) {
+		return true
 	}
 	live, err := k.extract(cur)
 	if err != nil || !apiequality.Semantic.DeepEqual(live, desired) {
 		return false
 	}
-	if ok {
+	if memoable {
 		k.memo.remember(cur, digest)
 	}
 	return true

@@ -94,7 +94,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		namespaces: namespaces.Lister(),
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
-			memo:   newAppliedMemo(),
+			memo:   newAppliedMemo(false),
 			cached: func(ns, name string) (*corev1.Service, error) { return svcLister.Services(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
 				return kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
@@ -108,7 +108,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		statefulSets: ownedKind[*appsv1.StatefulSet, *appsv1ac.StatefulSetApplyConfiguration]{
 			kind:   "StatefulSet",
-			memo:   newAppliedMemo(),
+			memo:   newAppliedMemo(true),
 			cached: func(ns, name string) (*appsv1.StatefulSet, error) { return stsLister.StatefulSets(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
 				return kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -122,7 +122,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		deployments: ownedKind[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]{
 			kind:   "Deployment",
-			memo:   newAppliedMemo(),
+			memo:   newAppliedMemo(true),
 			cached: func(ns, name string) (*appsv1.Deployment, error) { return deployLister.Deployments(ns).Get(name) },
 			live: func(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
 				return kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -136,7 +136,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		},
 		pdbs: ownedKind[*policyv1.PodDisruptionBudget, *policyv1ac.PodDisruptionBudgetApplyConfiguration]{
 			kind: "PodDisruptionBudget",
-			memo: newAppliedMemo(),
+			memo: newAppliedMemo(true),
 			cached: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
 				return pdbLister.PodDisruptionBudgets(ns).Get(name)
 			},
@@ -173,13 +173,16 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
 
 	// An object's memo entry goes with it.
-	for inf, memo := range map[cache.SharedIndexInformer]*appliedMemo{
-		kubeInformers.Core().V1().Services().Informer():               c.services.memo,
-		kubeInformers.Apps().V1().StatefulSets().Informer():           c.statefulSets.memo,
-		kubeInformers.Apps().V1().Deployments().Informer():            c.deployments.memo,
-		kubeInformers.Policy().V1().PodDisruptionBudgets().Informer(): c.pdbs.memo,
+	for _, o := range []struct {
+		inf  cache.SharedIndexInformer
+		memo *appliedMemo
+	}{
+		{kubeInformers.Core().V1().Services().Informer(), c.services.memo},
+		{kubeInformers.Apps().V1().StatefulSets().Informer(), c.statefulSets.memo},
+		{kubeInformers.Apps().V1().Deployments().Informer(), c.deployments.memo},
+		{kubeInformers.Policy().V1().PodDisruptionBudgets().Informer(), c.pdbs.memo},
 	} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: memo.forget}); err != nil {
+		if _, err := o.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.memo.forget}); err != nil {
 			return nil, err
 		}
 	}
