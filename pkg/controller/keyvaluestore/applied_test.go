@@ -25,15 +25,23 @@ func countExtractions[T metav1.Object, AC any](k *ownedKind[T, AC]) *int {
 	return &n
 }
 
-// settled is a store whose owned objects exist and match, reconciled once
-// more so that every owned object has been extracted and remembered.
-func settled(t *testing.T) *fixture {
+// created is a store reconciled once: its owned objects exist, and the
+// caches hold them.
+func created(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+	t.Helper()
 	kvs := newStore()
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	f.refreshCache(kvs.Namespace)
-	_, err = f.sync(f.stored(kvs))
+	return f, kvs
+}
+
+// settled is a created store reconciled once more, so that every owned
+// object has been extracted and remembered.
+func settled(t *testing.T) *fixture {
+	f, kvs := created(t)
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	require.Empty(t, kube)
@@ -103,11 +111,7 @@ func TestAppliedMemoSeesEveryChange(t *testing.T) {
 // sets nor increments it): a selector changed under a constant generation,
 // with managedFields as they were, is still seen and repaired.
 func TestAppliedMemoOfServicesFollowsResourceVersion(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.refreshCache(kvs.Namespace)
+	f, kvs := created(t)
 	setService := func(rv string, selector map[string]string) {
 		svc, err := f.c.services.cached("ns", "s")
 		require.NoError(t, err)
@@ -119,7 +123,7 @@ func TestAppliedMemoOfServicesFollowsResourceVersion(t *testing.T) {
 		f.cache(svc)
 	}
 	setService("1", nil)
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	require.Empty(t, kube)

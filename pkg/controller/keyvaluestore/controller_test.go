@@ -315,11 +315,8 @@ func TestSyncCreatesOwnedObjectsThenWritesNothing(t *testing.T) {
 }
 
 func TestSyncRepairsDrift(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.refreshCache(kvs.Namespace)
+	// Settled: the unchanged-check is remembered, and must not hide this.
+	f, kvs := settled(t), newStore()
 
 	// Someone scales the StatefulSet by hand: the field changes owner.
 	ctx := context.Background()
