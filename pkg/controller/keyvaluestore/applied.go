@@ -38,7 +38,7 @@ type appliedMemo struct {
 	generationTracksSpec bool
 
 	mu   sync.Mutex
-	seen map[string]stateDigest // by namespace/name
+	seen map[string]stateDigest // by the informer's key, namespace/name
 }
 
 // stateDigest is a SHA-256 of an object's state and a desired configuration.
@@ -89,14 +89,14 @@ func appliedFields(obj metav1.Object) *metav1.FieldsV1 {
 func (m *appliedMemo) holds(obj metav1.Object, digest stateDigest) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, ok := m.seen[obj.GetNamespace()+"/"+obj.GetName()]
+	d, ok := m.seen[cache.MetaObjectToName(obj).String()]
 	return ok && d == digest
 }
 
 func (m *appliedMemo) remember(obj metav1.Object, digest stateDigest) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.seen[obj.GetNamespace()+"/"+obj.GetName()] = digest
+	m.seen[cache.MetaObjectToName(obj).String()] = digest
 }
 
 // forget is the informer's delete handler. A reconcile that read an object
