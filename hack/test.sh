@@ -25,8 +25,30 @@ fuzz() {
     target=${target#func }
     target=${target%(}
     echo ">> ${target} (./$(dirname "${file}")) for ${fuzztime}"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "./$(dirname "${file}")"
+    fuzz_one "${target}" "./$(dirname "${file}")" "${fuzztime}"
   done < <(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*(' pkg | sort)
+}
+
+# fuzz_one TARGET PKG FUZZTIME. Go 1.26's fuzzing coordinator can fail a
+# target with a bare "context deadline exceeded" at the -fuzztime boundary
+# when a worker is slow to stop (golang/go#75804, fixed in Go 1.27): no
+# input failed and nothing is written to testdata/fuzz. Such a run is
+# repeated once; any other failure, or a second one, fails.
+fuzz_one() {
+  local target=$1 pkg=$2 fuzztime=$3 log attempt
+  log=$(mktemp)
+  for attempt in 1 2; do
+    if go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "${pkg}" 2>&1 | tee "${log}"; then
+      rm -f "${log}"
+      return 0
+    fi
+    if (( attempt == 2 )) || grep -q -e 'Failing input written' -e 'panic:' "${log}" || ! grep -q 'context deadline exceeded' "${log}"; then
+      break
+    fi
+    echo ">> ${target}: the fuzzing engine's deadline race (golang/go#75804), no failing input; once more"
+  done
+  rm -f "${log}"
+  return 1
 }
 integration() { go test -count=1 -timeout 15m ./test/integration/...; }
 e2e()         { go test -count=1 -timeout 30m ./test/e2e/...; }
