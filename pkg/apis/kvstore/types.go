@@ -116,7 +116,9 @@ type BackupSpec struct {
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
 	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
-	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
+	// each entry is UTF-8 text without control characters other than tab,
+	// newline and carriage return.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty"`
@@ -156,7 +158,9 @@ type BootstrapSpec struct {
 	// as a backup Job (without KVSTORE_BACKUP_REASON); when restoring,
 	// KVSTORE_BACKUP_NAME names the backup to restore and
 	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
-	// each at most 4096 bytes and 32768 bytes in all.
+	// each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8
+	// text without control characters other than tab, newline and carriage
+	// return.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty"`

@@ -90,6 +90,7 @@ func TestValidateBootstrap(t *testing.T) {
 		{name: "no image", mutate: func(b *kvstore.BootstrapSpec) { b.Image = "" }, want: expect(required("spec.bootstrap.image"))},
 		{name: "bad backup name", mutate: func(b *kvstore.BootstrapSpec) { b.FromBackup = "Not_A_Name" }, want: expect(invalid("spec.bootstrap.fromBackup"))},
 		{name: "empty command entry", mutate: func(b *kvstore.BootstrapSpec) { b.Command = []string{""} }, want: expect(invalid("spec.bootstrap.command[0]"))},
+		{name: "command entry with DEL", mutate: func(b *kvstore.BootstrapSpec) { b.Command = []string{"/restore", "\x7f"} }, want: expect(invalid("spec.bootstrap.command[1]"))},
 		{name: "command too many", mutate: func(b *kvstore.BootstrapSpec) { b.Command = repeatedArgs(65, 1) }, want: expect(tooMany("spec.bootstrap.command"))},
 		{name: "deadline 0", mutate: func(b *kvstore.BootstrapSpec) { b.ActiveDeadlineSeconds = ptr.To[int64](0) }, want: expect(invalid("spec.bootstrap.activeDeadlineSeconds"))},
 	}

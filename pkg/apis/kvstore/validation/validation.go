@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -277,6 +279,9 @@ func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path
 			allErrs = append(allErrs, field.TooLong(fldPath.Index(i), arg, MaxBackupCommandEntryBytes))
 		case i == 0 && arg == "":
 			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg, "must not be empty"))
+		case !printable(arg):
+			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg,
+				"must be UTF-8 text without control characters other than tab, newline and carriage return"))
 		}
 	}
 	if total > MaxBackupCommandBytes {
@@ -285,6 +290,24 @@ func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path
 		allErrs = append(allErrs, tooLong)
 	}
 	return allErrs
+}
+
+// printable reports whether s is UTF-8 text every media type serves as it
+// is stored. Protobuf keeps invalid UTF-8 that JSON would serve as U+FFFD
+// (and a JSON read-modify-write would then store); YAML cannot carry DEL, C1
+// controls or U+FFFE/U+FFFF at all (kubectl get -o yaml fails on them,
+// kubernetes/kubectl#774); and control characters in a command are never
+// meant and can rewrite a terminal that prints them.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
+		switch r {
+		case '\t', '\n', '\r':
+			return false
+		case 0xFFFE, 0xFFFF:
+			return true
+		}
+		return unicode.IsControl(r)
+	})
 }
 
 func validateImage(image string, fldPath *field.Path) field.ErrorList {

@@ -264,6 +264,44 @@ func TestValidateKeyValueStore(t *testing.T) {
 			},
 		},
 		{
+			name: "backup command with tab, newline and carriage return",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/bin/sh", "-c", "set -e\n\tredis-cli save\r\n", "é ✓"}}
+			},
+		},
+		{
+			// Found by FuzzDecodeKeyValueStore: a DEL accepted here made the
+			// store unreadable as YAML (kubectl get -o yaml, kubernetes/kubectl#774).
+			name: "backup command entry with DEL",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", "a\x7fb"}}
+			},
+			want: expect(invalid("spec.backup.command[1]")),
+		},
+		{
+			name: "backup command entry with a C1 control, an escape or a NUL",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", "\u0090", "\x1b[31m", "\x00"}}
+			},
+			want: expect(invalid("spec.backup.command[1]"), invalid("spec.backup.command[2]"), invalid("spec.backup.command[3]")),
+		},
+		{
+			// Protobuf carries the bytes as they are; JSON would serve
+			// U+FFFD instead, and a JSON read-modify-write would store that.
+			name: "backup command entry that is not UTF-8",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup\xff"}}
+			},
+			want: expect(invalid("spec.backup.command[0]")),
+		},
+		{
+			name: "backup command entry with a noncharacter YAML cannot carry",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", "\uffff"}}
+			},
+			want: expect(invalid("spec.backup.command[1]")),
+		},
+		{
 			name: "backup command of 64 entries",
 			mutate: func(k *kvstore.KeyValueStore) {
 				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: repeatedArgs(64, 1)}
@@ -667,6 +705,13 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 		newObj.Spec.Backup = oldObj.Spec.Backup.DeepCopy()
 		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
 		assert.Equal(t, expect(invalid("spec.backup.command[0]")), summarize(errs), "errors: %v", errs)
+	})
+	t.Run("a stored command with a control character left as it is is accepted", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		oldObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", "\x7f"}}
+		newObj.Spec.Backup = oldObj.Spec.Backup.DeepCopy()
+		newObj.Finalizers = nil // what the teardown does last
+		assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj))
 	})
 	t.Run("a new command on update is bounded", func(t *testing.T) {
 		newObj, oldObj := updatable()

@@ -31,7 +31,9 @@ type BackupSpecApplyConfiguration struct {
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
 	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
-	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all.
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
+	// each entry is UTF-8 text without control characters other than tab,
+	// newline and carriage return.
 	Command []string `json:"command,omitempty"`
 	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
 	// seconds. After it the backup counts as failed.
