@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +37,7 @@ const (
 
 // ctrlProcs are the processes whose CPU and memory the phase reports; the
 // operator's only while it runs.
-var ctrlProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pOperator, pKCM, "kube-scheduler", "kwok", pClient}
+var ctrlProcs = []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI, pOperator, pKCM, pScheduler, "kwok", pClient}
 
 // controllerResult is what one system did in the phase (the median of the
 // repetitions), reported side by side with the other system's.
@@ -61,8 +64,15 @@ type controllerResult struct {
 	KubeRequests       map[string]float64 `json:"kube_apiserver_requests_per_store"`
 	KVSRequests        map[string]float64 `json:"kvstore_apiserver_requests_per_store"`
 	ControllerRequests map[string]float64 `json:"controller_requests_per_store"`
-	TimedOut           bool               `json:"timed_out"`
-	ReadyAtEnd         int                `json:"ready_at_end"`
+	// What kube's own components did for the stores during create → Ready:
+	// the scheduler's attempts per store by result, and per
+	// kube-controller-manager work queue the items added per store and the
+	// seconds its workers spent on them (all workers together).
+	SchedulerAttempts map[string]float64 `json:"scheduler_attempts_per_store,omitempty"`
+	KCMQueueAdds      map[string]float64 `json:"kcm_queue_adds_per_store,omitempty"`
+	KCMWorkSeconds    map[string]float64 `json:"kcm_queue_work_s,omitempty"`
+	TimedOut          bool               `json:"timed_out"`
+	ReadyAtEnd        int                `json:"ready_at_end"`
 	// Deleting Deleted stores until they are gone with their final backups done.
 	Deleted          int                `json:"deleted"`
 	DeleteSeconds    float64            `json:"delete_s"`
@@ -205,6 +215,9 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
 	m.KVSRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KVSRequests })
 	m.ControllerRequests = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerRequests })
+	m.SchedulerAttempts = keyed(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts })
+	m.KCMQueueAdds = keyed(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds })
+	m.KCMWorkSeconds = keyed(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds })
 	m.ReadyCurve = nil
 	for _, r := range runs {
 		m.ReadyCurves = append(m.ReadyCurves, r.ReadyCurve)
@@ -225,6 +238,9 @@ type phaseSnap struct {
 	reconciles map[string]float64 // by result
 	kube, kvs  map[string]float64 // served, by verb
 	controller map[string]float64 // sent by the controller, by method
+	// kube's components (nil when their /metrics could not be read)
+	schedAttempts    map[string]float64 // by result
+	kcmAdds, kcmWork map[string]float64 // by work queue
 }
 
 func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
@@ -242,8 +258,30 @@ func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
 	if p.kube, err = b.served(ctx, pKubeAPI); err != nil {
 		return p, err
 	}
-	p.kvs, err = b.served(ctx, pKVSAPI)
-	return p, err
+	if p.kvs, err = b.served(ctx, pKVSAPI); err != nil {
+		return p, err
+	}
+	b.snapKubeComponents(ctx, &p)
+	return p, nil
+}
+
+// snapKubeComponents reads the scheduler's and kube-controller-manager's
+// work counters into p. They explain kube's CPU, not the result, so a failed
+// read is reported as a problem and leaves them out.
+func (b *bench) snapKubeComponents(ctx context.Context, p *phaseSnap) {
+	sched, err := b.raw[pScheduler].metrics(ctx)
+	if err != nil {
+		b.problem("controller phase: kube-scheduler /metrics: %v", err)
+		return
+	}
+	kcm, err := b.raw[pKCM].metrics(ctx)
+	if err != nil {
+		b.problem("controller phase: kube-controller-manager /metrics: %v", err)
+		return
+	}
+	p.schedAttempts = sumMetric(sched, "scheduler_schedule_attempts_total", "result")
+	p.kcmAdds = sumMetric(kcm, "workqueue_adds_total", "name")
+	p.kcmWork = sumMetric(kcm, "workqueue_work_duration_seconds_sum", "name")
 }
 
 // served sums an API server's apiserver_request_total by verb.
@@ -369,6 +407,11 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	res.KubeRequests = perStore(before.kube, after.kube, n)
 	res.KVSRequests = perStore(before.kvs, after.kvs, n)
 	res.ControllerRequests = perStore(before.controller, after.controller, n)
+	if before.kcmWork != nil && after.kcmWork != nil {
+		res.SchedulerAttempts = perStore(before.schedAttempts, after.schedAttempts, n)
+		res.KCMQueueAdds = perStore(before.kcmAdds, after.kcmAdds, n)
+		res.KCMWorkSeconds = perStore(before.kcmWork, after.kcmWork, 1)
+	}
 	res.MemoryMiB = map[string]float64{}
 	for _, p := range ctrlProcs {
 		if pid, err := b.procs.pid(p); err == nil {
@@ -547,7 +590,7 @@ func clientSettings(p procs) string {
 	for _, s := range []struct{ proc, def string }{
 		{"kvstore-apiserver", "kvstore-apiserver controller --kube-api-qps=50 --kube-api-burst=100 --concurrent-keyvaluestore-syncs=5 (defaults)"},
 		{"kube-controller-manager", "kube-controller-manager --kube-api-qps=20 --kube-api-burst=30 (defaults)"},
-		{"kube-scheduler", "kube-scheduler QPS 50, burst 100 (defaults)"},
+		{pScheduler, "kube-scheduler QPS 50, burst 100 (defaults)"},
 	} {
 		if flags := cmdlineFlags(p, s.proc, "--kube-api-qps", "--kube-api-burst", "--concurrent-keyvaluestore-syncs", "--concurrent-statefulset-syncs"); flags != "" {
 			parts = append(parts, s.proc+" "+flags)
@@ -702,6 +745,19 @@ func (b *bench) controllerMarkdown() string {
 			return t, len(f(r)) > 0
 		}
 	}
+	attempts := map[string]bool{}
+	for _, r := range results {
+		for k := range r.SchedulerAttempts {
+			attempts[k] = true
+		}
+	}
+	for _, k := range sortedKeys(attempts) {
+		line("scheduler attempts per store, "+k, "", key(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts }, k))
+	}
+	for _, q := range busiestQueues(results, kcmQueuesShown) {
+		line("kube-controller-manager queue "+q+": items added per store", "", key(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds }, q))
+		line("kube-controller-manager queue "+q+": workers' time", "s", key(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds }, q))
+	}
 	line("CPU, all processes, create → all Ready", "s", total(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }))
 	for _, p := range ctrlProcs {
 		line("CPU "+p, "s", key(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }, p))
@@ -720,6 +776,29 @@ func (b *bench) controllerMarkdown() string {
 		}
 	}
 	return sb.String()
+}
+
+// kcmQueuesShown is how many of kube-controller-manager's work queues the
+// report lists: the busiest by their workers' time.
+const kcmQueuesShown = 6
+
+// busiestQueues are the n work queues whose workers spent the most time in
+// any of the results, busiest first.
+func busiestQueues(results []*controllerResult, n int) []string {
+	most := map[string]float64{}
+	for _, r := range results {
+		for q, s := range r.KCMWorkSeconds {
+			most[q] = max(most[q], s)
+		}
+	}
+	queues := slices.Collect(maps.Keys(most))
+	slices.SortFunc(queues, func(a, b string) int {
+		if c := cmp.Compare(most[b], most[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return queues[:min(n, len(queues))]
 }
 
 // total sums a map's values.

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // Only the very last run of the controller phase may leave its namespace
 // for the cleanup: in the last repetition the first system's stores, Pods
@@ -20,5 +23,21 @@ func TestOnlyTheLastRunKeepsItsNamespace(t *testing.T) {
 	}
 	if kept != 1 {
 		t.Errorf("%d runs keep their namespace, want 1", kept)
+	}
+}
+
+func TestBusiestQueues(t *testing.T) {
+	results := []*controllerResult{
+		{KCMWorkSeconds: map[string]float64{"statefulset": 5, "claims": 1, "volumes": 2}},
+		{KCMWorkSeconds: map[string]float64{"statefulset": 3, "claims": 7, "endpoint": 2}},
+	}
+	if got, want := busiestQueues(results, 3), []string{"claims", "statefulset", "endpoint"}; !slices.Equal(got, want) {
+		t.Errorf("busiestQueues = %v, want %v (by the most any result spent, ties by name)", got, want)
+	}
+	if got := busiestQueues(results, 10); len(got) != 4 {
+		t.Errorf("busiestQueues(10) = %v, want all 4 queues", got)
+	}
+	if got := busiestQueues([]*controllerResult{{}}, 3); len(got) != 0 {
+		t.Errorf("busiestQueues without kube-controller-manager's figures = %v, want none", got)
 	}
 }

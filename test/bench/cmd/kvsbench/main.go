@@ -101,6 +101,10 @@ func slugs() []string {
 const (
 	kubeAPIURL    = "https://127.0.0.1:6443"
 	kvstoreAPIURL = "https://127.0.0.1:8443"
+	// kube-controller-manager's and kube-scheduler's secure ports
+	// (hack/local-up.sh), for their /metrics.
+	kcmURL       = "https://127.0.0.1:10257"
+	schedulerURL = "https://127.0.0.1:10259"
 	kubeEtcdURL   = "http://127.0.0.1:32379"
 	ctJSON        = "application/json"
 	ctProtobuf    = "application/vnd.kubernetes.protobuf"
@@ -642,6 +646,15 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 	b.raw[pKubeAPI], b.raw[pKVSAPI] = kubeRaw, directRaw
+	// kube-controller-manager and kube-scheduler serve /metrics to the
+	// admin with a self-signed certificate of their own.
+	for proc, host := range map[string]string{pKCM: kcmURL, pScheduler: schedulerURL} {
+		cfg := &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true,
+			CertFile: directCfg.CertFile, KeyFile: directCfg.KeyFile}}
+		if b.raw[proc], err = rawFor(cfg); err != nil {
+			return err
+		}
+	}
 	kvsPath := fmt.Sprintf("/apis/%s/namespaces/%s/keyvaluestores", v1alpha1.SchemeGroupVersion, b.cfg.namespace)
 	crPath := fmt.Sprintf("/apis/%s/namespaces/%s/keyvaluestores", crGVR.GroupVersion(), b.cfg.namespace)
 	for _, gz := range []bool{true, false} {

@@ -21,6 +21,7 @@ const (
 	pKubeAPI    = "kube-apiserver"
 	pKVSAPI     = "kvstore-apiserver"
 	pKCM        = "kube-controller-manager"
+	pScheduler  = "kube-scheduler"
 	pClient     = "kvsbench" // this process
 	clockTicks  = 100        // USER_HZ: /proc/<pid>/stat counts in 1/100 s on Linux
 	statUtime   = 14         // field numbers of /proc/<pid>/stat (man 5 proc)
