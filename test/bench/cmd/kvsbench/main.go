@@ -105,10 +105,10 @@ const (
 	// (hack/local-up.sh), for their /metrics.
 	kcmURL       = "https://127.0.0.1:10257"
 	schedulerURL = "https://127.0.0.1:10259"
-	kubeEtcdURL   = "http://127.0.0.1:32379"
-	ctJSON        = "application/json"
-	ctProtobuf    = "application/vnd.kubernetes.protobuf"
-	fieldManager  = "kvsbench"
+	kubeEtcdURL  = "http://127.0.0.1:32379"
+	ctJSON       = "application/json"
+	ctProtobuf   = "application/vnd.kubernetes.protobuf"
+	fieldManager = "kvsbench"
 	// clientQPS < 0 turns client-go's rate limiter off.
 	clientQPS = -1
 )
