@@ -128,7 +128,7 @@ type BackupSpec struct {
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
 	// each entry is UTF-8 text without control characters other than tab,
-	// newline and carriage return.
+	// newline and carriage return, and without U+FFFE or U+FFFF.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
@@ -172,7 +172,7 @@ type BootstrapSpec struct {
 	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
 	// each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8
 	// text without control characters other than tab, newline and carriage
-	// return.
+	// return, and without U+FFFE or U+FFFF.
 	// +optional
 	// +listType=atomic
 	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`

@@ -185,8 +185,9 @@ func ValidateKeyValueStoreSpec(spec *kvstore.KeyValueStoreSpec, fldPath *field.P
 }
 
 // validateSpec validates spec; oldSpec is the stored spec on update, nil on
-// create. Size limits added after stores were written ratchet: a value the
-// update leaves as it is stays accepted, so such a store can still be
+// create. Limits added after stores were written (the sizes, and the
+// characters of a command) ratchet: a value the update leaves as it is stays
+// accepted, so such a store can still be
 // updated and, above all, released by its teardown (which removes the
 // finalizer through an update).
 func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path) field.ErrorList {
@@ -257,8 +258,8 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	return allErrs
 }
 
-// validateBackupCommand checks the command, and its size limits unless it is
-// unchanged from the stored one.
+// validateBackupCommand checks the command, and its size limits and
+// characters unless it is unchanged from the stored one.
 func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path) field.ErrorList {
 	if unchanged {
 		if len(command) > 0 && command[0] == "" {
@@ -281,7 +282,7 @@ func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path
 			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg, "must not be empty"))
 		case !printable(arg):
 			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg,
-				"must be UTF-8 text without control characters other than tab, newline and carriage return"))
+				"must be UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF"))
 		}
 	}
 	if total > MaxBackupCommandBytes {

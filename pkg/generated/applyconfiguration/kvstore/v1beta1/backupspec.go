@@ -33,7 +33,7 @@ type BackupSpecApplyConfiguration struct {
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
 	// each entry is UTF-8 text without control characters other than tab,
-	// newline and carriage return.
+	// newline and carriage return, and without U+FFFE or U+FFFF.
 	Command []string `json:"command,omitempty"`
 	// ActiveDeadlineSeconds bounds how long the backup Job may run, in
 	// seconds. After it the backup counts as failed.

@@ -32,7 +32,7 @@ type BootstrapSpecApplyConfiguration struct {
 	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
 	// each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8
 	// text without control characters other than tab, newline and carriage
-	// return.
+	// return, and without U+FFFE or U+FFFF.
 	Command []string `json:"command,omitempty"`
 	// FromBackup is the name of a Completed KeyValueStoreBackup in the
 	// store's namespace to restore. It is checked when the bootstrap runs:
