@@ -215,9 +215,30 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
 	m.KVSRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KVSRequests })
 	m.ControllerRequests = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerRequests })
-	m.SchedulerAttempts = keyed(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts })
-	m.KCMQueueAdds = keyed(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds })
-	m.KCMWorkSeconds = keyed(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds })
+	// kube's counters: a key a run read no change of counts as 0 there
+	// (perStore leaves zeros out); a run that could not read them is left out.
+	counted := func(get func(*controllerResult) map[string]float64) map[string]float64 {
+		keys := map[string]bool{}
+		for _, r := range runs {
+			for k := range get(r) {
+				keys[k] = true
+			}
+		}
+		out := map[string]float64{}
+		for k := range keys {
+			var v []float64
+			for _, r := range runs {
+				if get(r) != nil {
+					v = append(v, get(r)[k])
+				}
+			}
+			out[k] = median(v)
+		}
+		return out
+	}
+	m.SchedulerAttempts = counted(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts })
+	m.KCMQueueAdds = counted(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds })
+	m.KCMWorkSeconds = counted(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds })
 	m.ReadyCurve = nil
 	for _, r := range runs {
 		m.ReadyCurves = append(m.ReadyCurves, r.ReadyCurve)
@@ -258,11 +279,8 @@ func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
 	if p.kube, err = b.served(ctx, pKubeAPI); err != nil {
 		return p, err
 	}
-	if p.kvs, err = b.served(ctx, pKVSAPI); err != nil {
-		return p, err
-	}
-	b.snapKubeComponents(ctx, &p)
-	return p, nil
+	p.kvs, err = b.served(ctx, pKVSAPI)
+	return p, err
 }
 
 // snapKubeComponents reads the scheduler's and kube-controller-manager's
@@ -347,6 +365,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	if err != nil {
 		return nil, err
 	}
+	b.snapKubeComponents(ctx, &before)
 	start := time.Now()
 	cr := runOps(ctx, n, ctrlCreateConc, perCall, func(ctx context.Context, i int) error {
 		err := s.create(ctx, fmt.Sprintf("s-%05d", i), liveKVS(ns, fmt.Sprintf("s-%05d", i), int32(r)))
@@ -402,6 +421,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	if err != nil {
 		return nil, err
 	}
+	b.snapKubeComponents(ctx, &after)
 	res.CPUSeconds = cpuDiff(before.cpu, after.cpu)
 	res.Reconciles, res.ReconcileErrors = total(after.reconciles)-total(before.reconciles), after.reconciles["error"]-before.reconciles["error"]
 	res.KubeRequests = perStore(before.kube, after.kube, n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -39,5 +40,20 @@ func TestBusiestQueues(t *testing.T) {
 	}
 	if got := busiestQueues([]*controllerResult{{}}, 3); len(got) != 0 {
 		t.Errorf("busiestQueues without kube-controller-manager's figures = %v, want none", got)
+	}
+}
+
+// kube's counters: a key one run saw no change of counts as 0 there, and a
+// run that could not read the counters is left out of their median.
+func TestMedianOfKubeCounters(t *testing.T) {
+	runs := []*controllerResult{
+		{SchedulerAttempts: map[string]float64{"scheduled": 2}},
+		{SchedulerAttempts: map[string]float64{"scheduled": 4, "unschedulable": 6}},
+		{},
+	}
+	got := medianResult(runs).SchedulerAttempts
+	want := map[string]float64{"scheduled": 3, "unschedulable": 3}
+	if !maps.Equal(got, want) {
+		t.Errorf("median of the scheduler's attempts = %v, want %v", got, want)
 	}
 }
