@@ -8,6 +8,8 @@
 #   hack/local-up.sh up     # background; state under _output/local. On a
 #                           # running stack it starts only what is not running.
 #   hack/local-up.sh down   # stop a background stack (by PID files)
+#   hack/local-up.sh reset  # down, remove the etcds' data, up: the same stack
+#                           # on empty etcds (certificates and kubeconfigs stay)
 #   hack/local-up.sh restart-kvstore   # rebuild-and-restart only kvstore-apiserver
 #   hack/local-up.sh restart NAME      # start NAME again with the command line it
 #                           # was started with (e.g. after a fault test killed it)
@@ -529,6 +531,16 @@ case "${1:-}" in
     log "kube-apiserver exited; tearing down"; down; exit 1
     ;;
   down) down ;;
+  reset)
+    # The benchmark's --fresh-stack: each system it compares starts on empty
+    # etcds and freshly started processes, not on the state the previous
+    # one left behind.
+    down
+    rm -rf "${STATE}/etcd-kube" "${STATE}"/etcd-kvstore "${STATE}"/etcd-kvstore-[0-9]
+    trap 'stop_started' EXIT
+    up
+    trap - EXIT
+    ;;
   start-kvstore)
     # start-kvstore NAME PORT [FLAGS...]: one more kvstore-apiserver replica
     # on the same etcd and Lease (used by the leader-election tests).
@@ -562,5 +574,5 @@ case "${1:-}" in
     if [[ -f "${LOGS}/${name}.log" ]]; then mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$(date +%s%N)"; fi
     start "${name}" "${cmd[@]}"
     ;;
-  *) echo "usage: $0 run|up|down|restart NAME|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
+  *) echo "usage: $0 run|up|down|reset|restart NAME|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;
 esac

@@ -87,6 +87,16 @@ func (s *Stack) Stop(ctx context.Context, logw io.Writer) {
 	}
 }
 
+// Reset starts the stack again on empty etcds (`hack/local-up.sh reset`):
+// certificates and kubeconfigs stay, every object is gone. The benchmark
+// uses it so that each system it compares starts from the same state.
+func (s *Stack) Reset(ctx context.Context, logw io.Writer) error {
+	if err := s.localUp(ctx, logw, "reset"); err != nil {
+		return fmt.Errorf("hack/local-up.sh reset: %w", err)
+	}
+	return s.WaitAPIAvailable(ctx, 3*time.Minute)
+}
+
 func (s *Stack) running(ctx context.Context) bool {
 	if _, err := os.Stat(s.Kubeconfig); err != nil {
 		return false

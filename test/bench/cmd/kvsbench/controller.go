@@ -148,6 +148,31 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 	return nil
 }
 
+// resetStack starts the stack again on empty etcds, then sets up again what
+// the tool set up at its start (the bench CRD, its namespaces, the
+// operator's credentials) and waits, as at the start, for the garbage
+// collector to discover both APIs.
+func (b *bench) resetStack(ctx context.Context) error {
+	b.logf("controller: --fresh-stack: resetting the stack (hack/local-up.sh reset)")
+	if err := b.stack.Reset(ctx, b.log); err != nil {
+		return err
+	}
+	clear(b.ctrlUsed) // their namespaces went with the reset
+	if err := b.applyCRD(ctx, b.crd); err != nil {
+		return err
+	}
+	b.crdServedAt = time.Now()
+	if err := b.prepareNamespace(ctx); err != nil {
+		return err
+	}
+	if b.operator != nil {
+		if err := b.operator.credentials(ctx, b.stack); err != nil {
+			return err
+		}
+	}
+	return b.awaitGCDiscovery(ctx)
+}
+
 // lastRun says whether run i of n in repetition rep of reps is the phase's
 // last, the only one whose namespace stays until the cleanup.
 func lastRun(rep, reps, i, n int) bool { return rep == reps && i == n-1 }
@@ -341,6 +366,11 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	ns := s.namespace()
 	res := &controllerResult{System: s.name(), Stores: n, Replicas: r, ProxyReplicas: ctrlProxyReplicas, ReadySeconds: map[string]float64{}}
 	b.logf("controller: repetition %d of %d: %s: %d stores of %d replicas (+%d proxy) in %s", rep, b.cfg.ctrlReps, s.name(), n, r, ctrlProxyReplicas, ns)
+	if b.cfg.freshStack {
+		if err := b.resetStack(ctx); err != nil {
+			return nil, err
+		}
+	}
 	b.ctrlUsed[ns] = s
 
 	if _, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -446,8 +476,9 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 			return res, err
 		}
 	}
-	if last {
-		// The last run's namespace goes at the cleanup (b.ctrlUsed; the
+	if last || b.cfg.freshStack {
+		// With --fresh-stack the next run's reset removes everything. The
+		// last run's namespace goes at the cleanup (b.ctrlUsed; the
 		// operator's stores are released there by the tool). Every other
 		// run's goes now: the next system must start on the same empty
 		// cluster, not beside this one's Pods, claims and stores.
@@ -654,9 +685,9 @@ func (b *bench) controllerMarkdown() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n### Controller phase: %d stores of %d replicas and %d proxy replica(s), created → all Ready; then %d deleted → gone with final backups done\n\n",
 		c.Stores, c.Replicas, c.ProxyReplicas, c.Deleted)
-	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
+	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace%s; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
 		"Readiness is followed with one LIST and then a watch on both sides (counted every second); until 2026-12-01 it was polled with a LIST of every store each second, which cost the CRD side more (see docs/benchmarks.md). Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
-		ctrlCreateConc, c.Repetitions)
+		ctrlCreateConc, freshStackNote(b.cfg.freshStack), c.Repetitions)
 	for _, r := range results {
 		fmt.Fprintf(&sb, "- %s: %s\n", r.System, r.ClientSettings)
 	}
@@ -796,6 +827,14 @@ func (b *bench) controllerMarkdown() string {
 		}
 	}
 	return sb.String()
+}
+
+// freshStackNote is what the report says of --fresh-stack.
+func freshStackNote(fresh bool) string {
+	if fresh {
+		return " on a stack reset to empty etcds before each run (--fresh-stack: neither system inherits the other's state)"
+	}
+	return " of the same stack, one after the other (the second inherits the state the first left in kube's etcd and processes)"
 }
 
 // kcmQueuesShown is how many of kube-controller-manager's work queues the

@@ -144,6 +144,8 @@ type config struct {
 	ctrlReps     int
 	ctrlReplicas int
 	ctrlTimeout  time.Duration
+	// freshStack: reset the stack before each run of the controller phase.
+	freshStack bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -167,6 +169,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.operatorBin, "operator-bin", filepath.Join(root, "_output", "bin", "kvsbench-operator"), "where the operator of test/bench/operator is built to and run from")
 	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
+	fs.BoolVar(&c.freshStack, "fresh-stack", false, "reset the stack (hack/local-up.sh reset: empty etcds, every process started again) before each system's run of the controller phase, so that neither inherits the other's state; only with --phases controller")
 	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E, and adds S when it is chosen)")
 	fs.StringVar(&c.sampleBin, "sample-apiserver-bin", filepath.Join(root, "_output", "bin", pSample), "sample-apiserver, the S column's peer server (hack/build-tools.sh sample-apiserver)")
 	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
@@ -229,6 +232,9 @@ func parseFlags(args []string) (config, error) {
 			return c, fmt.Errorf("--phases: unknown phase %q", p)
 		}
 	}
+	if c.freshStack && (len(c.phases) != 1 || !c.phases["controller"]) {
+		return c, errors.New("--fresh-stack: only with --phases controller (a reset removes what the other phases set up)")
+	}
 	return c, nil
 }
 
@@ -279,10 +285,13 @@ type bench struct {
 	// crdServedAt is when the bench CRD became Established (see
 	// awaitGCDiscovery).
 	crdServedAt time.Time
-	log         io.Writer
-	figs        *figures
-	procs       procs
-	meta        meta
+	// stack and crd, kept for --fresh-stack's resets.
+	stack *framework.Stack
+	crd   *unstructured.Unstructured
+	log   io.Writer
+	figs  *figures
+	procs procs
+	meta  meta
 	// directCfg reaches kvstore-apiserver directly as the admin.
 	directCfg *rest.Config
 	// kvsControllerOff: kvstore-apiserver runs without its controller
@@ -393,6 +402,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	// A stack this run brought up is torn down even after an interrupt.
 	defer stack.Stop(context.WithoutCancel(ctx), os.Stderr)
 	b.procs = procs{pidDir: filepath.Join(stack.Dir, "pids"), extra: map[string]int{}}
+	b.stack, b.crd = stack, crd
 
 	if err := b.connect(stack); err != nil {
 		return err
