@@ -243,14 +243,8 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	// kube's counters: a key a run read no change of counts as 0 there
 	// (perStore leaves zeros out); a run that could not read them is left out.
 	counted := func(get func(*controllerResult) map[string]float64) map[string]float64 {
-		keys := map[string]bool{}
-		for _, r := range runs {
-			for k := range get(r) {
-				keys[k] = true
-			}
-		}
 		out := map[string]float64{}
-		for k := range keys {
+		for _, k := range keysOf(runs, get) {
 			var v []float64
 			for _, r := range runs {
 				if get(r) != nil {
@@ -764,28 +758,18 @@ func (b *bench) controllerMarkdown() string {
 	line("stores Ready at the end", "", val(func(r *controllerResult) float64 { return float64(r.ReadyAtEnd) }))
 	line("reconciles per store", "", val(func(r *controllerResult) float64 { return r.Reconciles / float64(max(r.Stores, 1)) }))
 	line("of which errors (retried)", "", val(func(r *controllerResult) float64 { return r.ReconcileErrors / float64(max(r.Stores, 1)) }))
-	verbs := map[string]bool{}
-	methods := map[string]bool{}
-	for _, r := range results {
-		for v := range r.KubeRequests {
-			verbs[v] = true
-		}
-		for v := range r.KVSRequests {
-			verbs[v] = true
-		}
-		for m := range r.ControllerRequests {
-			methods[m] = true
-		}
-	}
-	for _, v := range sortedKeys(verbs) {
+	kubeRequests := func(r *controllerResult) map[string]float64 { return r.KubeRequests }
+	kvsRequests := func(r *controllerResult) map[string]float64 { return r.KVSRequests }
+	controllerRequests := func(r *controllerResult) map[string]float64 { return r.ControllerRequests }
+	for _, v := range keysOf(results, kubeRequests, kvsRequests) {
 		if v == "WATCH" || v == "CONNECT" {
 			continue
 		}
-		line("kube-apiserver "+v+" requests per store (all clients)", "", key(func(r *controllerResult) map[string]float64 { return r.KubeRequests }, v))
-		line("kvstore-apiserver "+v+" requests per store (all clients)", "", key(func(r *controllerResult) map[string]float64 { return r.KVSRequests }, v))
+		line("kube-apiserver "+v+" requests per store (all clients)", "", key(kubeRequests, v))
+		line("kvstore-apiserver "+v+" requests per store (all clients)", "", key(kvsRequests, v))
 	}
-	for _, m := range sortedKeys(methods) {
-		line("controller's "+m+" requests per store", "", key(func(r *controllerResult) map[string]float64 { return r.ControllerRequests }, m))
+	for _, m := range keysOf(results, controllerRequests) {
+		line("controller's "+m+" requests per store", "", key(controllerRequests, m))
 	}
 	total := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
 		return func(r *controllerResult) (float64, bool) {
@@ -796,14 +780,9 @@ func (b *bench) controllerMarkdown() string {
 			return t, len(f(r)) > 0
 		}
 	}
-	attempts := map[string]bool{}
-	for _, r := range results {
-		for k := range r.SchedulerAttempts {
-			attempts[k] = true
-		}
-	}
-	for _, k := range sortedKeys(attempts) {
-		line("scheduler attempts per store, "+k, "", key(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts }, k))
+	schedulerAttempts := func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts }
+	for _, k := range keysOf(results, schedulerAttempts) {
+		line("scheduler attempts per store, "+k, "", key(schedulerAttempts, k))
 	}
 	for _, q := range busiestQueues(results, kcmQueuesShown) {
 		line("kube-controller-manager queue "+q+": items added per store", "", key(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds }, q))
@@ -827,6 +806,19 @@ func (b *bench) controllerMarkdown() string {
 		}
 	}
 	return sb.String()
+}
+
+// keysOf is every key the maps that gets return hold in any result, sorted.
+func keysOf(results []*controllerResult, gets ...func(*controllerResult) map[string]float64) []string {
+	keys := map[string]bool{}
+	for _, r := range results {
+		for _, get := range gets {
+			for k := range get(r) {
+				keys[k] = true
+			}
+		}
+	}
+	return sortedKeys(keys)
 }
 
 // freshStackNote is what the report says of --fresh-stack.
