@@ -87,6 +87,12 @@ type controllerResult struct {
 	// are every repetition's, in the order they ran.
 	ReadyCurve  []readyPoint   `json:"ready_curve,omitempty"`
 	ReadyCurves [][]readyPoint `json:"ready_curves,omitempty"`
+	// Rep and Position say when one repetition's run happened: its
+	// repetition, and 1 if the system ran first in it; Probe is the
+	// machine's speed just before it (nil on the median result).
+	Rep      int           `json:"rep,omitempty"`
+	Position int           `json:"position,omitempty"`
+	Probe    *machineProbe `json:"machine_probe,omitempty"`
 }
 
 // liveKVS is a store both controllers fully reconcile: a data tier, one
@@ -137,6 +143,7 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 		for i, s := range order {
 			res, err := b.controllerRun(ctx, s, rep, lastRun(rep, b.cfg.ctrlReps, i, len(order)))
 			if res != nil {
+				res.Rep, res.Position = rep, i+1
 				runs[s.name()] = append(runs[s.name()], res)
 				b.ctrl[s.name()] = medianResult(runs[s.name()])
 			}
@@ -258,7 +265,7 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.SchedulerAttempts = counted(func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts })
 	m.KCMQueueAdds = counted(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds })
 	m.KCMWorkSeconds = counted(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds })
-	m.ReadyCurve = nil
+	m.ReadyCurve, m.Rep, m.Position, m.Probe = nil, 0, 0, nil
 	for _, r := range runs {
 		m.ReadyCurves = append(m.ReadyCurves, r.ReadyCurve)
 	}
@@ -376,6 +383,12 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	}
 	res.Nodes = nodes
 	res.ClientSettings = s.settings()
+	// The stack is quiet here: the previous run's namespace is gone and
+	// this system's controller has not started.
+	if res.Probe, err = probeMachine(b.cfg.out); err != nil {
+		return nil, fmt.Errorf("machine probe: %w", err)
+	}
+	b.logf("controller: %s: machine probe: CPU work %.0f ms, fsync p50 %.2f ms, p99 %.2f ms", s.name(), res.Probe.CPUWorkMs, res.Probe.FsyncP50Ms, res.Probe.FsyncP99Ms)
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -800,10 +813,44 @@ func (b *bench) controllerMarkdown() string {
 	line("final backups completed", "", val(func(r *controllerResult) float64 { return float64(r.BackupsDone) }))
 	line("reconciles per deleted store", "", val(func(r *controllerResult) float64 { return r.DeleteReconciles / float64(max(r.Deleted, 1)) }))
 	line("CPU, all processes, deletion", "s", total(func(r *controllerResult) map[string]float64 { return r.DeleteCPUSeconds }))
+	sb.WriteString(b.repetitionsMarkdown())
 	for _, r := range results {
 		if r.TimedOut || r.DeleteTimedOut {
 			fmt.Fprintf(&sb, "\n%s timed out (Ready: %v, deletion: %v): its figures are incomplete.\n", r.System, r.TimedOut, r.DeleteTimedOut)
 		}
+	}
+	return sb.String()
+}
+
+// repetitionsMarkdown lists every run of the phase in the order it ran,
+// with the machine's speed just before it, so that an order effect can be
+// told from drift of the machine.
+func (b *bench) repetitionsMarkdown() string {
+	var runs []*controllerResult
+	for _, rs := range b.ctrlRuns {
+		runs = append(runs, rs...)
+	}
+	slices.SortFunc(runs, func(x, y *controllerResult) int {
+		return cmp.Or(cmp.Compare(x.Rep, y.Rep), cmp.Compare(x.Position, y.Position))
+	})
+	if len(runs) < 2 || runs[0].Rep == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("\nEach run in the order it ran. The machine probe is taken on the quiet stack just before the run: the fastest of 3 timings of a fixed single-threaded SHA-256 workload (4 passes over 64 MiB), and 100 writes of 4 KiB each followed by fdatasync in the output directory's filesystem.\n\n")
+	sb.WriteString("| repetition | position | system | probe: CPU work | probe: fsync p50 / p99 | all Ready | CPU, all processes | deletion |\n|--:|--:|---|--:|--:|--:|--:|--:|\n")
+	for _, r := range runs {
+		cpuCell, syncCell := "–", "–"
+		if r.Probe != nil {
+			cpuCell = fmt.Sprintf("%.0f ms", r.Probe.CPUWorkMs)
+			syncCell = fmt.Sprintf("%s / %s ms", format(r.Probe.FsyncP50Ms, "ms"), format(r.Probe.FsyncP99Ms, "ms"))
+		}
+		ready := "–"
+		if v, ok := r.ReadySeconds["100%"]; ok {
+			ready = format(v, "s") + " s"
+		}
+		fmt.Fprintf(&sb, "| %d | %d | %s | %s | %s | %s | %s s | %s s |\n", r.Rep, r.Position, r.System, cpuCell, syncCell,
+			ready, format(total(r.CPUSeconds), "s"), format(r.DeleteSeconds, "s"))
 	}
 	return sb.String()
 }

@@ -156,3 +156,41 @@ func TestPeerRatioTargets(t *testing.T) {
 	}
 	t.Fatal("no target for the peer's GET ratio")
 }
+
+// Every run in the order it ran, with the machine probe taken before it.
+func TestRepetitionsMarkdownInRunOrder(t *testing.T) {
+	b := &bench{ctrlRuns: map[string][]*controllerResult{}}
+	run := func(sys string, rep, pos int, ready float64) *controllerResult {
+		return &controllerResult{System: sys, Rep: rep, Position: pos, DeleteSeconds: 9,
+			ReadySeconds: map[string]float64{"100%": ready}, CPUSeconds: map[string]float64{pKubeAPI: 40, pKCM: 60},
+			Probe: &machineProbe{CPUWorkMs: 150 + ready, FsyncP50Ms: 1.5, FsyncP99Ms: 4}}
+	}
+	b.ctrlRuns[sysKVS] = []*controllerResult{run(sysKVS, 1, 2, 70), run(sysKVS, 2, 1, 60)}
+	b.ctrlRuns[sysOperator] = []*controllerResult{run(sysOperator, 1, 1, 50), run(sysOperator, 2, 2, 65)}
+	md := b.repetitionsMarkdown()
+	want := []string{
+		"| 1 | 1 | CRD + operator | 200 ms | 1.50 / 4.00 ms | 50.0 s | 100 s | 9.00 s |",
+		"| 1 | 2 | kvstore-apiserver | 220 ms | 1.50 / 4.00 ms | 70.0 s | 100 s | 9.00 s |",
+		"| 2 | 1 | kvstore-apiserver | 210 ms |",
+		"| 2 | 2 | CRD + operator | 215 ms |",
+	}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(md, w)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in:\n%s", w, md)
+		}
+		last = i
+	}
+}
+
+func TestProbeMachine(t *testing.T) {
+	p, err := probeMachine(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probe: %+v", p)
+	if p.CPUWorkMs <= 0 || p.FsyncP50Ms <= 0 || p.FsyncP99Ms < p.FsyncP50Ms {
+		t.Errorf("probe = %+v", p)
+	}
+}
