@@ -159,8 +159,9 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	}
 	switch {
 	case job == nil:
-		// Deleted by someone before it finished: that attempt failed.
-		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.now().Time, "its Job "+backupJobName(b, attempt)+" was deleted")
+		// Deleted by someone (while it ran, or after it failed): that
+		// attempt failed, at the time recorded when that was first seen.
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.attemptFailedAt(b), "its Job "+backupJobName(b, attempt)+" was deleted")
 	case jobCondition(job, batchv1.JobComplete):
 		return result{}, c.completeBackup(ctx, b, job)
 	case jobCondition(job, batchv1.JobFailed):
@@ -201,6 +202,9 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			st.Message = msg
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionFailed, Status: metav1.ConditionFalse,
 				Reason: ReasonAttemptFailed, Message: msg})
+			// The condition's time is when this attempt failed: what the
+			// backoff counts from once its Job is gone (attemptFailedAt).
+			meta.FindStatusCondition(st.Conditions, BackupConditionFailed).LastTransitionTime = metav1.NewTime(failedAt)
 		}, corev1.EventTypeWarning, ReasonAttemptFailed)
 		return result{requeueAfter: wait}, err
 	}
@@ -208,6 +212,18 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		return result{}, err
 	}
 	return result{}, c.startBackupAttempt(ctx, kvs, b, attempt+1)
+}
+
+// attemptFailedAt is when the current attempt was recorded as failed, or
+// now if it has not been: a Job deleted after its attempt failed, or
+// deleted on every pass by a cleanup policy, must not move the backoff's
+// start on every pass (the next attempt would never start).
+func (c *Controller) attemptFailedAt(b *v1alpha1.KeyValueStoreBackup) time.Time {
+	if f := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed); f != nil &&
+		f.Status == metav1.ConditionFalse && f.Reason == ReasonAttemptFailed {
+		return f.LastTransitionTime.Time
+	}
+	return c.now().Time
 }
 
 // startBackupAttempt creates the attempt's Job, then records it. The Job's
@@ -237,6 +253,9 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			st.StartTime = &now
 		}
 		st.Message = fmt.Sprintf("attempt %d: Job %s runs", attempt, name)
+		// The previous attempt's failure is over (its event stays); a
+		// Failed condition again means this attempt failed.
+		meta.RemoveStatusCondition(&st.Conditions, BackupConditionFailed)
 	}, corev1.EventTypeNormal, "Started")
 }
 

@@ -104,6 +104,66 @@ func TestBackupFailsAfterItsAttempts(t *testing.T) {
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning AttemptsExhausted")
 }
 
+// deleteJob removes a Job from the fake server and the cache, as a user, a
+// TTL or a cleanup policy would.
+func (f *fixture) deleteJob(name string) {
+	f.t.Helper()
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	require.NoError(f.t, f.kube.BatchV1().Jobs("ns").Delete(context.Background(), name, metav1.DeleteOptions{}))
+	require.NoError(f.t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(job))
+}
+
+// An attempt whose Job is gone (deleted while it ran, or after it failed)
+// counts as failed once, at the time that was first seen: the next attempt
+// starts after the backoff, and the wait writes nothing in between. Before
+// the fix every pass took "now" as the failure time, so the next attempt
+// never started and every pass rewrote the status with a new start time.
+func TestBackupRetriedAfterItsJobIsDeleted(t *testing.T) {
+	for name, gone := range map[string]func(f *fixture, job string){
+		"deleted while it ran": func(f *fixture, job string) { f.deleteJob(job) },
+		"deleted after it failed": func(f *fixture, job string) {
+			f.finishJob(job, batchv1.JobFailed)
+			f.refreshCache("ns")
+			_, err := f.sync(f.stored(newStore(withBackup)))
+			require.NoError(t, err)
+			f.deleteJob(job)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBackup)
+			f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			first := backupJobName(f.backup("b"), 1)
+			gone(f, first)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			msg := f.backup("b").Status.Message
+			require.Contains(t, msg, "attempt 2 starts at")
+
+			step := backupBackoff(1) / 4
+			for range 3 {
+				f.now = f.now.Add(step)
+				f.refreshCache("ns")
+				_, err = f.sync(f.stored(kvs))
+				require.NoError(t, err)
+				_, own := f.writes()
+				assert.NotContains(t, own, "update keyvaluestorebackups/status b", "waiting out the backoff writes nothing")
+				assert.Equal(t, msg, f.backup("b").Status.Message)
+			}
+			f.now = f.now.Add(step)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			assert.Contains(t, kube, "apply jobs "+backupJobName(f.backup("b"), 2), "the next attempt starts after the backoff")
+			assert.Equal(t, int32(2), f.backup("b").Status.Attempts)
+		})
+	}
+}
+
 // A backup that can never run fails at once with a reason, never stays Pending.
 func TestBackupThatCannotRunFails(t *testing.T) {
 	t.Run("store without spec.backup", func(t *testing.T) {
