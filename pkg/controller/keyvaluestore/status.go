@@ -148,7 +148,14 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		next.Status = st
 		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 		if apierrors.IsConflict(err) {
-			if fresh, getErr := client.Get(ctx, kvs.Name, metav1.GetOptions{}); getErr == nil {
+			fresh, getErr := client.Get(ctx, kvs.Name, metav1.GetOptions{})
+			switch {
+			case getErr != nil:
+			case fresh.UID != kvs.UID:
+				// Deleted and created again under the same name: that is
+				// another store, never to be written or torn down as this one.
+				return fmt.Errorf("update status: store %s/%s is now another object (uid %s, was %s)", kvs.Namespace, kvs.Name, fresh.UID, kvs.UID)
+			default:
 				*kvs = *fresh
 			}
 			return err

@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -9,8 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	core "k8s.io/client-go/testing"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -89,3 +92,32 @@ func TestObserveReadyRecordsImageAndWaitsForProxy(t *testing.T) {
 }
 
 func ptrInt32(v int32) *int32 { return &v }
+
+// A status write that conflicts because the store was deleted and created
+// again under the same name (the cache still holds the old one) must not
+// carry on with the new store: before the fix the conflict handler took the
+// fresh read whatever its UID, wrote the old store's status (Terminating,
+// BackupSucceeded) onto the new one and left the caller, a teardown, working
+// on it.
+func TestUpdateStatusNeverSwitchesToAnotherStore(t *testing.T) {
+	old := newStore(deleting)
+	recreated := newStore(func(k *v1alpha1.KeyValueStore) { k.UID = "uid-2" })
+	f := newFixture(t, recreated)
+	conflicted := false
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), "s", errors.New("the object has been modified"))
+	})
+	stale := old.DeepCopy()
+	err := f.c.updateStatus(context.Background(), stale, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		st.Phase = v1alpha1.PhaseTerminating
+		return st
+	})
+	assert.Error(t, err)
+	assert.Equal(t, old.UID, stale.UID, "the caller keeps the store it was working on")
+	assert.Empty(t, f.stored(recreated).Status.Phase, "the recreated store's status is not written")
+}
