@@ -318,3 +318,35 @@ func TestBackupTableAndOpenAPI(t *testing.T) {
 		assert.NotEmpty(t, prop["description"], "status.%s has no description", name)
 	}
 }
+
+// Patches of a backup that cannot be applied are the client's fault: 400,
+// as for stores (TestHostileInput), never a 500; and nothing is stored.
+// Before the fix k8s.io/apiserver served these as 500 for backups.
+func TestBackupMalformedPatchesAreBadRequests(t *testing.T) {
+	ctx := context.Background()
+	namespace := ns(t)
+	before, err := client.KvstoreV1alpha1().KeyValueStoreBackups(namespace).Create(ctx, newBackup("patched", "alpha"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	path := "/apis/kvstore.io/v1alpha1/namespaces/" + namespace + "/keyvaluestorebackups/patched"
+	for _, tc := range []struct {
+		name, subresource string
+		pt                types.PatchType
+		query, body       string
+	}{
+		{"strategic merge patch, unknown directive", "", types.StrategicMergePatchType, "", `{"spec":{"$patch":"explode"}}`},
+		{"strategic merge patch to /status, unknown directive", "/status", types.StrategicMergePatchType, "", `{"status":{"$patch":"explode"}}`},
+		{"strategic merge patch, retainKeys of a non-list", "", types.StrategicMergePatchType, "", `{"spec":{"$retainKeys":7}}`},
+		{"apply, storeName of the wrong type", "", types.ApplyYAMLPatchType, "?fieldManager=a",
+			`{"apiVersion":"kvstore.io/v1alpha1","kind":"KeyValueStoreBackup","metadata":{"name":"patched"},"spec":{"storeName":["alpha"]}}`},
+		{"apply to /status, phase of the wrong type", "/status", types.ApplyYAMLPatchType, "?fieldManager=a",
+			`{"apiVersion":"kvstore.io/v1alpha1","kind":"KeyValueStoreBackup","metadata":{"name":"patched"},"status":{"phase":["Completed"]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := rawRequest(t, "PATCH", path+tc.subresource+tc.query, string(tc.pt), []byte(tc.body))
+			assert.Equal(t, 400, status, "%s", body)
+			after, err := client.KvstoreV1alpha1().KeyValueStoreBackups(namespace).Get(ctx, "patched", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "nothing is stored")
+		})
+	}
+}

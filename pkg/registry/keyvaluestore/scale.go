@@ -20,6 +20,7 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/registry/patcherrors"
 )
 
 // replicasPaths says, for each served version, which field of a
@@ -70,7 +71,7 @@ func (r *ScaleREST) Get(ctx context.Context, name string, options *metav1.GetOpt
 // allowed: a missing store is a 404.
 func (r *ScaleREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	obj, _, err := r.store.Update(ctx, name,
-		&scaleUpdatedObjectInfo{name: name, reqObjInfo: patchErrorsAsBadRequest(ctx, objInfo)},
+		&scaleUpdatedObjectInfo{name: name, reqObjInfo: patcherrors.AsBadRequest(ctx, objInfo)},
 		toScaleCreateValidation(createValidation),
 		toScaleUpdateValidation(updateValidation),
 		false, options)

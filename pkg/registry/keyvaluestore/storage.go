@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/registry/patcherrors"
 )
 
 // REST is the keyvaluestores resource. Its Delete and DeleteCollection
@@ -33,9 +34,9 @@ func (*REST) ShortNames() []string { return []string{"kvs"} }
 func (*REST) Categories() []string { return []string{"kvstore"} }
 
 // Update answers a patch that cannot be applied with 400 (see
-// patchErrorsAsBadRequest).
+// patcherrors.AsBadRequest).
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.Store.Update(ctx, name, patchErrorsAsBadRequest(ctx, objInfo), createValidation, updateValidation, forceAllowCreate, options)
+	return r.Store.Update(ctx, name, patcherrors.AsBadRequest(ctx, objInfo), createValidation, updateValidation, forceAllowCreate, options)
 }
 
 // Storage is the keyvaluestores resource and its subresources, all on one
@@ -109,7 +110,7 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 
 // Update writes status. Creating through /status is never allowed.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, patchErrorsAsBadRequest(ctx, objInfo), createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, patcherrors.AsBadRequest(ctx, objInfo), createValidation, updateValidation, false, options)
 }
 
 // GetResetFields returns the fields /status never owns.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/registry/patcherrors"
 )
 
 // REST is the keyvaluestorebackups resource.
@@ -30,6 +31,12 @@ func (*REST) ShortNames() []string { return []string{"kvsbackup"} }
 
 // Categories lets `kubectl get kvstore` list every kvstore.io resource.
 func (*REST) Categories() []string { return []string{"kvstore"} }
+
+// Update answers a patch that cannot be applied with 400 (see
+// patcherrors.AsBadRequest).
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.Store.Update(ctx, name, patcherrors.AsBadRequest(ctx, objInfo), createValidation, updateValidation, forceAllowCreate, options)
+}
 
 // Storage is the keyvaluestorebackups resource and its /status, on one etcd
 // storage so they never disagree.
@@ -97,9 +104,10 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 	return r.store.Get(ctx, name, options)
 }
 
-// Update writes status. Creating through /status is never allowed.
+// Update writes status. Creating through /status is never allowed; a patch
+// that cannot be applied is a 400.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, patcherrors.AsBadRequest(ctx, objInfo), createValidation, updateValidation, false, options)
 }
 
 // GetResetFields returns the fields /status never owns.

@@ -1,4 +1,6 @@
-package keyvaluestore
+// Package patcherrors serves the errors of applying a client's patch as
+// 400 Bad Request, for every resource of this server.
+package patcherrors
 
 import (
 	"context"
@@ -10,7 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// patchErrorsAsBadRequest makes the errors of applying a client's patch
+// AsBadRequest makes the errors of applying a client's patch
 // 400 Bad Request. k8s.io/apiserver returns some of them as plain Go errors,
 // which it serves as 500 Internal Server Error: an unknown strategic merge
 // patch directive ("$patch": "explode"), a directive of the wrong type, a
@@ -19,7 +21,7 @@ import (
 // to retry and whoever watches the server's error rate that it is broken.
 // Errors that are already API statuses, and a cancelled request, stay as
 // they are. Other requests than patches are passed through untouched.
-func patchErrorsAsBadRequest(ctx context.Context, objInfo rest.UpdatedObjectInfo) rest.UpdatedObjectInfo {
+func AsBadRequest(ctx context.Context, objInfo rest.UpdatedObjectInfo) rest.UpdatedObjectInfo {
 	if info, ok := genericapirequest.RequestInfoFrom(ctx); !ok || info.Verb != "patch" {
 		return objInfo
 	}

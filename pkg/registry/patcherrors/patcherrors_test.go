@@ -1,16 +1,14 @@
-package keyvaluestore
+package patcherrors
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -28,7 +26,7 @@ func (f failingObjInfo) UpdatedObject(context.Context, runtime.Object) (runtime.
 	return nil, f.err
 }
 
-func TestPatchErrorsAsBadRequest(t *testing.T) {
+func TestAsBadRequest(t *testing.T) {
 	patchCtx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{Verb: "patch"})
 	updateCtx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{Verb: "update"})
 	// What strategic merge patch returns for {"$patch": "explode"}.
@@ -50,7 +48,7 @@ func TestPatchErrorsAsBadRequest(t *testing.T) {
 		{"no request info", context.Background(), plain, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := patchErrorsAsBadRequest(tc.ctx, failingObjInfo{err: tc.err}).UpdatedObject(tc.ctx, nil)
+			_, err := AsBadRequest(tc.ctx, failingObjInfo{err: tc.err}).UpdatedObject(tc.ctx, nil)
 			if tc.wantStatus == 0 {
 				assert.Same(t, tc.err, err)
 				return
@@ -59,37 +57,6 @@ func TestPatchErrorsAsBadRequest(t *testing.T) {
 			assert.Equal(t, tc.err.Error(), err.(apierrors.APIStatus).Status().Message)
 		})
 	}
-	_, err := patchErrorsAsBadRequest(patchCtx, failingObjInfo{}).UpdatedObject(patchCtx, nil)
+	_, err := AsBadRequest(patchCtx, failingObjInfo{}).UpdatedObject(patchCtx, nil)
 	assert.NoError(t, err)
-}
-
-// TestPrepareForUpdateAbsurdStoredSize: a store that holds a size from
-// before validation.MaxStorageSize is updated (by its teardown, at least)
-// without comparing sizes by value, which would never return.
-func TestPrepareForUpdateAbsurdStoredSize(t *testing.T) {
-	absurd, err := resource.ParseQuantity("1e2147483647")
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		name     string
-		newSize  resource.Quantity
-		wantBump bool
-	}{
-		{"unchanged", absurd, false},
-		{"changed", resource.MustParse("1Gi"), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			old := storedKVS()
-			old.Spec.Storage.Size = absurd
-			obj := old.DeepCopy()
-			obj.Spec.Storage.Size = tc.newSize
-			done := make(chan struct{})
-			go func() { testStrategy().PrepareForUpdate(context.Background(), obj, old); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(time.Second):
-				t.Fatal("PrepareForUpdate compared the sizes by value")
-			}
-			assert.Equal(t, tc.wantBump, obj.Generation == old.Generation+1)
-		})
-	}
 }
