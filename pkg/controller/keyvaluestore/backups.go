@@ -138,6 +138,11 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 	switch {
 	case kvs == nil:
 		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s does not exist", b.Namespace, b.Spec.StoreName)
+	case b.Annotations[storeUIDAnnotation] != "" && b.Annotations[storeUIDAnnotation] != string(kvs.UID):
+		// Taken by the controller for an earlier store of the same name:
+		// it must not back up another store's data under that store's name.
+		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s it was taken for (uid %s) no longer exists; the store of that name now is another (uid %s)",
+			b.Namespace, b.Spec.StoreName, b.Annotations[storeUIDAnnotation], kvs.UID)
 	case kvs.Spec.Backup == nil:
 		return ReasonBackupNotConfigured, fmt.Sprintf("KeyValueStore %s has no spec.backup: nothing says how to back it up", kvs.Name)
 	case kvs.DeletionTimestamp != nil && b.Spec.Reason != v1alpha1.BackupReasonFinal && b.Status.Attempts == 0:

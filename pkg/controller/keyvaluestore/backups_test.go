@@ -181,6 +181,27 @@ func TestBackupThatCannotRunFails(t *testing.T) {
 		assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
 		assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
 	})
+	t.Run("taken for an earlier store of the same name", func(t *testing.T) {
+		// The old store's Final backup was still being retried when the
+		// user skipped it and the store went; a new store took the name.
+		// Before the fix it ran on against the new store's data, recorded
+		// as the old store's Final backup, and held every backup of the
+		// new store behind it.
+		kvs := newStore(withBackup) // uid-1
+		old := newBackup("s-final-old", v1alpha1.BackupReasonFinal, func(b *v1alpha1.KeyValueStoreBackup) {
+			b.Annotations = map[string]string{storeUIDAnnotation: "uid-0"}
+			b.Status.Phase, b.Status.Attempts = v1alpha1.BackupPhaseRunning, 2
+		})
+		f := newFixture(t, kvs, old)
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		b := f.backup("s-final-old")
+		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+		assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+		assert.Contains(t, b.Status.Message, "uid-0")
+		kube, _ := f.writes()
+		assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no Job runs for it against the new store")
+	})
 	t.Run("store in the server but not yet in the cache", func(t *testing.T) {
 		kvs := newStore(withBackup)
 		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
