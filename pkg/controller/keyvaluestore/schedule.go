@@ -152,6 +152,16 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 			return result{}, err
 		}
 	}
+	if len(plan.prune) > 0 {
+		current, err := c.retentionUnchanged(ctx, kvs)
+		if err != nil {
+			return result{}, err
+		}
+		if !current {
+			// The informer brings the change; the next pass prunes by it.
+			return result{requeueAfter: time.Second}, nil
+		}
+	}
 	for _, b := range plan.prune {
 		err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &b.UID}})
@@ -165,6 +175,23 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	// A second late rather than early: a requeue that lands before the slot
 	// would find nothing due and wait a whole period.
 	return result{requeueAfter: plan.next.Sub(c.now().Time) + time.Second}, nil
+}
+
+// retentionUnchanged re-reads the store from the server, not the cache,
+// before backups are pruned: only the same store, still keeping as many
+// backups as the cached copy says, loses them.
+func (c *Controller) retentionUnchanged(ctx context.Context, kvs *v1alpha1.KeyValueStore) (bool, error) {
+	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("re-read the store before pruning backups: %w", err)
+	}
+	keep := func(k *v1alpha1.KeyValueStore) *int32 {
+		if k.Spec.Backup == nil {
+			return nil
+		}
+		return k.Spec.Backup.Keep
+	}
+	return fresh.UID == kvs.UID && keep(fresh) != nil && keep(kvs) != nil && *keep(fresh) == *keep(kvs), nil
 }
 
 func (c *Controller) createScheduledBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time) error {

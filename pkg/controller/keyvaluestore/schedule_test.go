@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -144,6 +145,31 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n)
+}
+
+// Pruning deletes backups: it follows keep as the server has it, not as a
+// lagging cache does. Before the fix a user who had just raised keep could
+// lose the backups the new value keeps.
+func TestSchedulePrunesOnlyWithTheServersKeep(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 1))
+	var objs []runtime.Object
+	for h := 1; h <= 4; h++ {
+		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
+	}
+	f := newFixture(t, kvs, objs...)
+	raised := kvs.DeepCopy()
+	raised.Spec.Backup.Keep = ptr.To[int32](5)
+	// The server's answer (the fake's status updates would put the cached
+	// spec back into its store).
+	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
+		return true, raised.DeepCopy(), nil
+	})
+	_, err := f.sync(kvs) // the cache still says keep 1
+	require.NoError(t, err)
+	_, own := f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "delete")
+	}
 }
 
 // Scheduled backups of an earlier store of the same name are not pruned by
