@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -24,6 +25,9 @@ const (
 	ReasonBackupNotFound     = "BackupNotFound"
 	ReasonBackupNotCompleted = "BackupNotCompleted"
 	ReasonWaitingForDataTier = "WaitingForDataTier"
+	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before its
+	// outcome was recorded; it is not run again.
+	ReasonBootstrapJobLost = "BootstrapJobLost"
 	// bootstrapAttemptLimit is how many Jobs a bootstrap gets.
 	bootstrapAttemptLimit = 3
 )
@@ -89,6 +93,19 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	if len(jobs) > 0 {
 		latest = jobs[len(jobs)-1]
 	}
+	if latest == nil && bootstrapStarted(kvs) {
+		lost := bootstrapReason(kvs) == ReasonBootstrapJobLost // recorded: for good
+		if !lost {
+			if lost, err = c.bootstrapJobsGone(ctx, kvs); err != nil {
+				return bootstrapState{}, err
+			}
+		}
+		if lost {
+			return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapJobLost,
+				"the bootstrap's Job is gone and its outcome was not recorded; it is not run again, because a second run could overwrite data written since. "+
+					"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, nil
+		}
+	}
 	if latest == nil && !dataReady {
 		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job starts once every data replica is ready")}, nil
 	}
@@ -119,6 +136,35 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 				attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339)))}, nil
 	}
 	return c.startBootstrap(ctx, kvs, from, attempt+1, cond)
+}
+
+// bootstrapStarted says the store's status records that a bootstrap Job was
+// started (running, or between attempts), or that its Job was lost.
+func bootstrapStarted(kvs *v1alpha1.KeyValueStore) bool {
+	switch bootstrapReason(kvs) {
+	case ReasonBootstrapRunning, ReasonBootstrapRetrying, ReasonBootstrapJobLost:
+		return true
+	}
+	return false
+}
+
+// bootstrapReason is the recorded Bootstrapped condition's reason ("": none).
+func bootstrapReason(kvs *v1alpha1.KeyValueStore) string {
+	if c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// bootstrapJobsGone asks the server, not the cache, whether the store has
+// no bootstrap Job left: the cache may not have seen a Job just created.
+func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyValueStore) (bool, error) {
+	list, err := c.kube.BatchV1().Jobs(kvs.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selectorLabels(kvs, ComponentBootstrap)).String()})
+	if err != nil {
+		return false, fmt.Errorf("list bootstrap Jobs: %w", err)
+	}
+	return !slices.ContainsFunc(list.Items, func(j batchv1.Job) bool { return metav1.IsControlledBy(&j, kvs) }), nil
 }
 
 func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int,

@@ -135,6 +135,38 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning BootstrapFailed")
 }
 
+// A bootstrap whose Job is gone before its outcome was recorded (a TTL or
+// cleanup policy deleted the finished Job before the controller read it,
+// or while the store was paused) is never run again: a second restore
+// could overwrite what was written since. Before the fix attempt 1 started
+// again.
+func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
+	for name, outcome := range map[string]batchv1.JobConditionType{"completed": batchv1.JobComplete, "failed": batchv1.JobFailed} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBootstrap(""))
+			f := newFixture(t, kvs)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			f.refreshCache("ns")
+			f.finishJob(bootstrapJobName(kvs, 1), outcome)
+			f.deleteJob(bootstrapJobName(kvs, 1))
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no bootstrap Job runs again")
+			st := f.stored(kvs).Status
+			assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped)
+			require.NotNil(t, c)
+			assert.Equal(t, ReasonBootstrapJobLost, c.Reason)
+			assert.Contains(t, c.Message, "without spec.bootstrap")
+		})
+	}
+}
+
 // Teardown stops a bootstrap that still runs before anything else.
 func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	kvs := newStore(withBootstrap(""))
