@@ -97,9 +97,10 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	if len(backups) == 0 {
 		return result{}, nil
 	}
-	if kvs == nil {
+	if kvs == nil || slices.ContainsFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool { return takenForAnother(b, kvs) }) {
 		// The cache may lag behind a store created with its backup: only a
-		// fresh read may fail a backup for a missing store.
+		// fresh read may fail a backup for a missing or replaced store.
+		kvs = nil
 		fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(namespace).Get(ctx, store, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -138,7 +139,7 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 	switch {
 	case kvs == nil:
 		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s does not exist", b.Namespace, b.Spec.StoreName)
-	case b.Annotations[storeUIDAnnotation] != "" && b.Annotations[storeUIDAnnotation] != string(kvs.UID):
+	case takenForAnother(b, kvs):
 		// Taken by the controller for an earlier store of the same name:
 		// it must not back up another store's data under that store's name.
 		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s it was taken for (uid %s) no longer exists; the store of that name now is another (uid %s)",
@@ -149,6 +150,13 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
 	}
 	return "", ""
+}
+
+// takenForAnother says the controller took b for another store than kvs,
+// an earlier one of the same name.
+func takenForAnother(b *v1alpha1.KeyValueStoreBackup, kvs *v1alpha1.KeyValueStore) bool {
+	uid := b.Annotations[storeUIDAnnotation]
+	return uid != "" && uid != string(kvs.UID)
 }
 
 // runBackup moves the backup one step: start the next attempt's Job, wait

@@ -164,6 +164,35 @@ func TestBackupRetriedAfterItsJobIsDeleted(t *testing.T) {
 	}
 }
 
+// The backoff after a deleted Job counts from that attempt's failure, not
+// from an earlier attempt's: the earlier failure is cleared when the next
+// attempt starts.
+func TestBackupBackoffAfterALaterAttemptsJobIsDeleted(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.finishJob(backupJobName(f.backup("b"), 1), batchv1.JobFailed)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.now = f.now.Add(backupBackoff(1))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, int32(2), f.backup("b").Status.Attempts)
+	assert.Nil(t, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed), "attempt 1's failure is over")
+
+	f.now = f.now.Add(time.Hour) // attempt 1's failure is long past
+	f.refreshCache("ns")
+	f.deleteJob(backupJobName(f.backup("b"), 2))
+	res, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "attempt 3 waits for its own backoff")
+	assert.Equal(t, backupBackoff(2), res.requeueAfter)
+}
+
 // A backup that can never run fails at once with a reason, never stays Pending.
 func TestBackupThatCannotRunFails(t *testing.T) {
 	t.Run("store without spec.backup", func(t *testing.T) {

@@ -25,8 +25,8 @@ const (
 	ReasonBackupNotFound     = "BackupNotFound"
 	ReasonBackupNotCompleted = "BackupNotCompleted"
 	ReasonWaitingForDataTier = "WaitingForDataTier"
-	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before its
-	// outcome was recorded; it is not run again.
+	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before it
+	// finished; it is not run again.
 	ReasonBootstrapJobLost = "BootstrapJobLost"
 	// bootstrapAttemptLimit is how many Jobs a bootstrap gets.
 	bootstrapAttemptLimit = 3
@@ -93,6 +93,11 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	if len(jobs) > 0 {
 		latest = jobs[len(jobs)-1]
 	}
+	if latest == nil && bootstrapReason(kvs) == ReasonBootstrapFailed {
+		// Failed for good, and its Jobs deleted since: it stays failed.
+		recorded := *meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed, recorded.Message)}, nil
+	}
 	if latest == nil && bootstrapStarted(kvs) {
 		lost := bootstrapReason(kvs) == ReasonBootstrapJobLost // recorded: for good
 		if !lost {
@@ -102,7 +107,7 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		if lost {
 			return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapJobLost,
-				"the bootstrap's Job is gone and its outcome was not recorded; it is not run again, because a second run could overwrite data written since. "+
+				"the bootstrap's Jobs are gone before it finished (deleted by a user, a TTL or a cleanup policy); it is not started again: without them the controller cannot tell how far it went, and a new run could overwrite data written since. "+
 					"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, nil
 		}
 	}

@@ -105,7 +105,7 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 	return scheduling{
 		next:      sched.Next(now),
 		due:       dueSlot(sched, after, now),
-		prune:     toPrune(scheduled, int(ptr.Deref(b.Keep, 7))),
+		prune:     toPrune(scheduled, keepOf(b)),
 		scheduled: scheduled,
 	}
 }
@@ -182,16 +182,22 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 // backups as the cached copy says, loses them.
 func (c *Controller) retentionUnchanged(ctx context.Context, kvs *v1alpha1.KeyValueStore) (bool, error) {
 	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
 		return false, fmt.Errorf("re-read the store before pruning backups: %w", err)
 	}
-	keep := func(k *v1alpha1.KeyValueStore) *int32 {
-		if k.Spec.Backup == nil {
-			return nil
-		}
-		return k.Spec.Backup.Keep
-	}
-	return fresh.UID == kvs.UID && keep(fresh) != nil && keep(kvs) != nil && *keep(fresh) == *keep(kvs), nil
+	return fresh.UID == kvs.UID && fresh.Spec.Backup != nil && keepOf(fresh.Spec.Backup) == keepOf(kvs.Spec.Backup), nil
+}
+
+// defaultKeep is spec.backup.keep's default in the API (+default=7); the
+// server fills it in, so it only matters for a store the cache got unset.
+const defaultKeep = 7
+
+// keepOf is how many Completed scheduled backups b keeps.
+func keepOf(b *v1alpha1.BackupSpec) int {
+	return int(ptr.Deref(b.Keep, defaultKeep))
 }
 
 func (c *Controller) createScheduledBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time) error {

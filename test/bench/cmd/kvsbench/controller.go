@@ -837,7 +837,7 @@ func (b *bench) repetitionsMarkdown() string {
 		return ""
 	}
 	var sb strings.Builder
-	sb.WriteString("\nEach run in the order it ran. The machine probe is taken on the quiet stack just before the run: the fastest of 3 timings of a fixed single-threaded SHA-256 workload (4 passes over 64 MiB), and 100 writes of 4 KiB each followed by fdatasync in the output directory's filesystem.\n\n")
+	sb.WriteString("\nEach run in the order it ran. The machine probe is taken on the quiet stack just before the run: the fastest of 3 timings of a fixed single-threaded SHA-256 workload (4 passes over 64 MiB), and 100 writes of 4 KiB each followed by fsync in the output directory's filesystem.\n\n")
 	sb.WriteString("| repetition | position | system | probe: CPU work | probe: fsync p50 / p99 | all Ready | CPU, all processes | deletion |\n|--:|--:|---|--:|--:|--:|--:|--:|\n")
 	for _, r := range runs {
 		cpuCell, syncCell := "–", "–"

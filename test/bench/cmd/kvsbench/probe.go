@@ -21,7 +21,7 @@ type machineProbe struct {
 	// others may have shared a core).
 	CPUWorkMs float64 `json:"cpu_work_ms"`
 	// FsyncP50Ms and FsyncP99Ms are the latency of a 4 KiB write followed by
-	// fdatasync, probeSyncs times, in the output directory's filesystem.
+	// fsync, probeSyncs times, in the output directory's filesystem.
 	FsyncP50Ms float64 `json:"fsync_p50_ms"`
 	FsyncP99Ms float64 `json:"fsync_p99_ms"`
 }
@@ -60,7 +60,7 @@ func probeCPU(rounds, passes, n int) time.Duration {
 	return best
 }
 
-// probeFsync times n (4 KiB write + fdatasync) in a scratch file in dir,
+// probeFsync times n (4 KiB write + fsync) in a scratch file in dir,
 // sorted.
 func probeFsync(dir string, n int) ([]time.Duration, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
