@@ -184,7 +184,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 					},
 					"schedule": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
+							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. Printable ASCII, its fields separated by spaces or tabs. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -892,7 +892,7 @@ func schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref common.ReferenceCallback) co
 					},
 					"schedule": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
+							Description: "Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled) at each slot of this standard 5-field cron expression, for example \"0 3 * * *\"; the @hourly/@daily/@weekly/@monthly/@yearly forms are accepted. Printable ASCII, its fields separated by spaces or tabs. After downtime at most one backup catches up on missed slots. Empty: no scheduled backups.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

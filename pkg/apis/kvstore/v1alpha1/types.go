@@ -142,8 +142,9 @@ type BackupSpec struct {
 	// Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled)
 	// at each slot of this standard 5-field cron expression, for example
 	// "0 3 * * *"; the @hourly/@daily/@weekly/@monthly/@yearly forms are
-	// accepted. After downtime at most one backup catches up on missed
-	// slots. Empty: no scheduled backups.
+	// accepted. Printable ASCII, its fields separated by spaces or tabs.
+	// After downtime at most one backup catches up on missed slots. Empty:
+	// no scheduled backups.
 	// +optional
 	Schedule string `json:"schedule,omitempty" protobuf:"bytes,4,opt,name=schedule"`
 

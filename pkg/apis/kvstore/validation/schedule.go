@@ -53,7 +53,10 @@ func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error) {
 	return sched, nil
 }
 
-func validateSchedule(b *kvstore.BackupSpec, fldPath *field.Path) field.ErrorList {
+// validateSchedule checks spec.backup's schedule, time zone and keep;
+// scheduleUnchanged says an update leaves a stored schedule as it is, which
+// then stays accepted even if its separators are not (see validateSpec).
+func validateSchedule(b *kvstore.BackupSpec, scheduleUnchanged bool, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if b.Keep != nil && (*b.Keep < MinKeep || *b.Keep > MaxKeep) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("keep"), *b.Keep, fmt.Sprintf("must be between %d and %d, inclusive", MinKeep, MaxKeep)))
@@ -80,10 +83,24 @@ func validateSchedule(b *kvstore.BackupSpec, fldPath *field.Path) field.ErrorLis
 	if len(b.Schedule) > maxScheduleLength {
 		return append(allErrs, field.TooLong(schedPath, b.Schedule, maxScheduleLength))
 	}
+	if !scheduleUnchanged && !cronText(b.Schedule) {
+		return append(allErrs, field.Invalid(schedPath, b.Schedule, "must consist of printable ASCII characters, its fields separated by spaces or tabs"))
+	}
 	if _, err := ParseSchedule(b.Schedule, nil); err != nil {
 		allErrs = append(allErrs, field.Invalid(schedPath, b.Schedule, "must be a 5-field cron expression (minute hour day-of-month month day-of-week): "+err.Error()))
 	}
 	return allErrs
+}
+
+// cronText says s holds only what a cron expression is written with:
+// printable ASCII, spaces and tabs. The parser splits fields at any Unicode
+// space (vertical tab, form feed, U+0085, U+00A0, ...), which YAML output
+// would show as a plain space or not at all, so a schedule read back and
+// applied again would no longer be the stored text.
+func cronText(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return r != '\t' && (r < ' ' || r > '~')
+	})
 }
 
 // validateBootstrap checks spec.bootstrap; oldSpec is nil on create. The

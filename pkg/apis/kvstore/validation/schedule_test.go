@@ -43,6 +43,17 @@ func TestValidateSchedule(t *testing.T) {
 			want: expect(invalid("spec.backup.schedule"))},
 		{name: "time zone in the schedule", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "CRON_TZ=UTC 0 3 * * *" }),
 			want: expect(invalid("spec.backup.schedule"))},
+		{name: "tab as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\t3 * * *" })},
+		{name: "vertical tab as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\v3 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "form feed as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\f3 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "next line (U+0085) as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\u00853 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "no-break space as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\u00a03 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
+		{name: "newline as a separator", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0\n3 * * *" }),
+			want: expect(invalid("spec.backup.schedule"))},
 		{name: "schedule too long", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = strings.Repeat("1,", 200) + "1 * * * *" }),
 			want: expect(tooLong("spec.backup.schedule"))},
 		{name: "unknown time zone", mutate: withBackup(func(b *kvstore.BackupSpec) {
@@ -66,6 +77,21 @@ func TestValidateSchedule(t *testing.T) {
 			assert.Equal(t, expect(tc.want...), summarize(ValidateKeyValueStore(k)))
 		})
 	}
+}
+
+// A schedule stored before its separators were checked stays accepted while
+// an update leaves it as it is, so that the store can still be updated and
+// released by its teardown; a changed schedule is checked.
+func TestScheduleSeparatorsRatchet(t *testing.T) {
+	const stored = "0\u00853 * * *"
+	newObj, oldObj := updatable()
+	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(oldObj)
+	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(newObj)
+	newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
+	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged schedule is accepted")
+
+	newObj.Spec.Backup.Schedule = "0\u00854 * * *"
+	assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
 }
 
 func TestParseScheduleInTimeZone(t *testing.T) {

@@ -185,9 +185,9 @@ func ValidateKeyValueStoreSpec(spec *kvstore.KeyValueStoreSpec, fldPath *field.P
 }
 
 // validateSpec validates spec; oldSpec is the stored spec on update, nil on
-// create. Limits added after stores were written (the sizes, and the
-// characters of a command) ratchet: a value the update leaves as it is stays
-// accepted, so such a store can still be
+// create. Limits added after stores were written (the sizes, the
+// characters of a command, and the schedule's separators) ratchet: a value
+// the update leaves as it is stays accepted, so such a store can still be
 // updated and, above all, released by its teardown (which removes the
 // finalizer through an update).
 func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path) field.ErrorList {
@@ -247,7 +247,8 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		}
 		unchanged := oldSpec != nil && oldSpec.Backup != nil && slices.Equal(oldSpec.Backup.Command, b.Command)
 		allErrs = append(allErrs, validateBackupCommand(b.Command, unchanged, backupPath.Child("command"))...)
-		allErrs = append(allErrs, validateSchedule(b, backupPath)...)
+		scheduleUnchanged := oldSpec != nil && oldSpec.Backup != nil && oldSpec.Backup.Schedule == b.Schedule
+		allErrs = append(allErrs, validateSchedule(b, scheduleUnchanged, backupPath)...)
 	}
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 

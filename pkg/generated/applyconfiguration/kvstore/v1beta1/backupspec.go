@@ -41,8 +41,9 @@ type BackupSpecApplyConfiguration struct {
 	// Schedule takes a backup (a KeyValueStoreBackup with reason Scheduled)
 	// at each slot of this standard 5-field cron expression, for example
 	// "0 3 * * *"; the @hourly/@daily/@weekly/@monthly/@yearly forms are
-	// accepted. After downtime at most one backup catches up on missed
-	// slots. Empty: no scheduled backups.
+	// accepted. Printable ASCII, its fields separated by spaces or tabs.
+	// After downtime at most one backup catches up on missed slots. Empty:
+	// no scheduled backups.
 	Schedule *string `json:"schedule,omitempty"`
 	// TimeZone is the IANA time zone name the schedule is read in, for
 	// example "Europe/Berlin". Empty: UTC.
