@@ -133,6 +133,20 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
 	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning BootstrapFailed")
+
+	// It stays failed when its Jobs are deleted afterwards (before the
+	// fix, attempt 1 started again: every 3 attempts with a TTL policy).
+	f.refreshCache("ns")
+	for attempt := 1; attempt <= bootstrapAttemptLimit; attempt++ {
+		f.deleteJob(bootstrapJobName(kvs, attempt))
+	}
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no bootstrap Job runs again")
+	st = f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
 // A bootstrap whose Job is gone before its outcome was recorded (a TTL or
@@ -187,39 +201,6 @@ func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 		assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
 		assert.Equal(t, ReasonBootstrapJobLost, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 	})
-}
-
-// A bootstrap that failed for good stays failed when its Jobs are deleted
-// afterwards (before, attempt 1 started again, every 3 attempts with a TTL
-// policy).
-func TestFailedBootstrapStaysFailedWhenItsJobsAreGone(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	for attempt := 1; attempt <= bootstrapAttemptLimit; attempt++ {
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-		f.refreshCache("ns")
-		f.finishJob(bootstrapJobName(kvs, attempt), batchv1.JobFailed)
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-		f.now = f.now.Add(backupBackoff(attempt))
-	}
-	require.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
-	f.refreshCache("ns")
-	for attempt := 1; attempt <= bootstrapAttemptLimit; attempt++ {
-		f.deleteJob(bootstrapJobName(kvs, attempt))
-	}
-	_, err = f.sync(f.stored(kvs))
-	require.NoError(t, err)
-	kube, _ := f.writes()
-	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no bootstrap Job runs again")
-	st := f.stored(kvs).Status
-	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
-	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
 // Teardown stops a bootstrap that still runs before anything else.
