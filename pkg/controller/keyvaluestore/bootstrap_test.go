@@ -149,6 +149,20 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
+// bootstrapRunning is a store whose data tier is ready and whose first
+// bootstrap Job runs, with the cache up to date.
+func bootstrapRunning(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	return f, kvs
+}
+
 // A bootstrap whose Job is gone before its outcome was recorded (a TTL or
 // cleanup policy deleted the finished Job before the controller read it,
 // or while the store was paused) is never run again: a second restore
@@ -157,17 +171,10 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 	for name, outcome := range map[string]batchv1.JobConditionType{"completed": batchv1.JobComplete, "failed": batchv1.JobFailed} {
 		t.Run(name, func(t *testing.T) {
-			kvs := newStore(withBootstrap(""))
-			f := newFixture(t, kvs)
-			_, err := f.sync(kvs)
-			require.NoError(t, err)
-			f.markReady(kvs)
-			_, err = f.sync(f.stored(kvs))
-			require.NoError(t, err)
-			f.refreshCache("ns")
+			f, kvs := bootstrapRunning(t)
 			f.finishJob(bootstrapJobName(kvs, 1), outcome)
 			f.deleteJob(bootstrapJobName(kvs, 1))
-			_, err = f.sync(f.stored(kvs))
+			_, err := f.sync(f.stored(kvs))
 			require.NoError(t, err)
 			kube, _ := f.writes()
 			assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no bootstrap Job runs again")
@@ -180,17 +187,10 @@ func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 		})
 	}
 	t.Run("failed, deleted while the next attempt waits", func(t *testing.T) {
-		kvs := newStore(withBootstrap(""))
-		f := newFixture(t, kvs)
-		_, err := f.sync(kvs)
-		require.NoError(t, err)
-		f.markReady(kvs)
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-		f.refreshCache("ns")
+		f, kvs := bootstrapRunning(t)
 		f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobFailed)
 		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
+		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		require.Equal(t, ReasonBootstrapRetrying, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 		f.deleteJob(bootstrapJobName(kvs, 1))
