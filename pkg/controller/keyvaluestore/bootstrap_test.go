@@ -205,18 +205,10 @@ func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 
 // Teardown stops a bootstrap that still runs before anything else.
 func TestTeardownStopsARunningBootstrap(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	_, err = f.sync(f.stored(kvs))
-	require.NoError(t, err)
-	f.refreshCache("ns")
-
+	f, kvs := bootstrapRunning(t)
 	gone := f.stored(kvs)
 	deleting(gone)
-	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
