@@ -209,7 +209,7 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 	created.Spec.Storage.VolumeSize = resource.MustParse("5Gi")
 	_, err = kvsClient.Update(ctx, created, metav1.UpdateOptions{})
-	requireInvalid(t, err, "spec.storage")
+	requireInvalid(t, err, "spec.storage.size")
 	stored, err := kvsClient.Get(ctx, "valid", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "1Gi", stored.Spec.Storage.VolumeSize.String())

@@ -178,7 +178,8 @@ func TestValidationInBothVersions(t *testing.T) {
 	created.Spec.Storage.Capacity = resource.MustParse("2Gi")
 	_, err = client.KvstoreV1beta1().KeyValueStores(ns(t)).Update(ctx, created, metav1.UpdateOptions{})
 	require.True(t, apierrors.IsInvalid(err), "got %v", err)
-	assert.Equal(t, []string{"spec.storage"}, causeFields(err))
+	assert.Equal(t, []string{"spec.storage.capacity"}, causeFields(err))
+	assert.Contains(t, err.Error(), `spec.storage.capacity: Invalid value: "2Gi": field is immutable`, "the value as the client wrote it")
 }
 
 func causeFields(err error) []string {

@@ -323,7 +323,7 @@ func TestStrategyValidate(t *testing.T) {
 	newObj.Spec.Storage.Size = resource.MustParse("2Gi")
 	errs = s.ValidateUpdate(ctx, newObj, oldObj)
 	require.Len(t, errs, 1)
-	assert.Equal(t, "spec.storage", errs[0].Field)
+	assert.Equal(t, "spec.storage.size", errs[0].Field)
 }
 
 func TestGetResetFields(t *testing.T) {

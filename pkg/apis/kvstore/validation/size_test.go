@@ -8,9 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
-
-	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 )
 
 // absurdSize parses a size whose exponent Quantity.Cmp would expand into a
@@ -80,11 +77,11 @@ func TestStoredAbsurdSize(t *testing.T) {
 
 			newObj.Spec.Storage.Size = resource.MustParse("1Gi")
 			noLongerThan(t, func() {
-				assert.Equal(t, expect(invalid("spec.storage")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+				assert.Equal(t, expect(invalid("spec.storage.size")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
 			})
 			newObj.Spec.Storage.Size, oldObj.Spec.Storage.Size = oldObj.Spec.Storage.Size, newObj.Spec.Storage.Size
 			noLongerThan(t, func() {
-				assert.Equal(t, expect(invalid("spec.storage"), invalid("spec.storage.size")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+				assert.Equal(t, expect(invalid("spec.storage.size"), invalid("spec.storage.size")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
 			})
 		})
 	}
@@ -110,14 +107,4 @@ func TestSizesEqual(t *testing.T) {
 			noLongerThan(t, func() { assert.Equal(t, tc.want, SizesEqual(a, b)) })
 		})
 	}
-}
-
-func TestStorageEqual(t *testing.T) {
-	a := kvstore.StorageSpec{Size: resource.MustParse("1Gi"), StorageClassName: ptr.To("fast")}
-	b := kvstore.StorageSpec{Size: resource.MustParse("1024Mi"), StorageClassName: ptr.To("fast")}
-	assert.True(t, StorageEqual(a, b))
-	b.StorageClassName = ptr.To("slow")
-	assert.False(t, StorageEqual(a, b))
-	b.StorageClassName = nil
-	assert.False(t, StorageEqual(a, b))
 }

@@ -111,17 +111,18 @@ func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.Er
 	allErrs = append(allErrs, validateNoConversionAnnotation(newObj.Annotations, oldObj.Annotations, field.NewPath("metadata", "annotations"))...)
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSpec(&newObj.Spec, &oldObj.Spec, specPath)...)
-	// A StatefulSet's volumeClaimTemplates cannot change, so neither can storage.
-	if !StorageEqual(newObj.Spec.Storage, oldObj.Spec.Storage) {
-		allErrs = append(allErrs, field.Invalid(specPath.Child("storage"), newObj.Spec.Storage, apimachineryvalidation.FieldImmutableErrorMsg))
+	// A StatefulSet's volumeClaimTemplates cannot change, so neither can
+	// storage. Each field is named with its value as the client wrote it (a
+	// v1beta1 request then reads spec.storage.capacity, see the registry).
+	storagePath := specPath.Child("storage")
+	newStorage, oldStorage := newObj.Spec.Storage, oldObj.Spec.Storage
+	if !SizesEqual(newStorage.Size, oldStorage.Size) {
+		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), newStorage.Size.String(), apimachineryvalidation.FieldImmutableErrorMsg))
+	}
+	if !apiequality.Semantic.DeepEqual(newStorage.StorageClassName, oldStorage.StorageClassName) {
+		allErrs = append(allErrs, field.Invalid(storagePath.Child("storageClassName"), newStorage.StorageClassName, apimachineryvalidation.FieldImmutableErrorMsg))
 	}
 	return allErrs
-}
-
-// StorageEqual compares two storage specs as apiequality.Semantic does
-// (sizes by value, so 1Gi equals 1024Mi), with SizesEqual for the sizes.
-func StorageEqual(a, b kvstore.StorageSpec) bool {
-	return SizesEqual(a.Size, b.Size) && apiequality.Semantic.DeepEqual(a.StorageClassName, b.StorageClassName)
 }
 
 // SizesEqual compares two quantities by value when both are within

@@ -616,12 +616,12 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 		{
 			name:   "storage size change",
 			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("2Gi") },
-			want:   expect(invalid("spec.storage")),
+			want:   expect(invalid("spec.storage.size")),
 		},
 		{
 			name:   "storage class set",
 			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.StorageClassName = ptr.To("fast") },
-			want:   expect(invalid("spec.storage")),
+			want:   expect(invalid("spec.storage.storageClassName")),
 		},
 		{
 			name:   "invalid spec is still rejected on update",
@@ -633,7 +633,7 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 			mutate: func(k *kvstore.KeyValueStore) {
 				k.Spec.Storage.Size = resource.MustParse("-1")
 			},
-			want: expect(invalid("spec.storage.size"), invalid("spec.storage")),
+			want: expect(invalid("spec.storage.size"), invalid("spec.storage.size")),
 		},
 		{
 			name:   "name is immutable",
@@ -664,7 +664,8 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 		newObj.Spec.Storage.Size = resource.MustParse("5Gi")
 		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
 		require.Len(t, errs, 1)
-		assert.Equal(t, "spec.storage", errs[0].Field)
+		assert.Equal(t, "spec.storage.size", errs[0].Field)
+		assert.Equal(t, "5Gi", errs[0].BadValue, "the size as the client wrote it, not the internal object")
 		assert.Contains(t, errs[0].Detail, "immutable")
 	})
 
