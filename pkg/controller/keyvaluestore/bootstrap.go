@@ -93,22 +93,9 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	if len(jobs) > 0 {
 		latest = jobs[len(jobs)-1]
 	}
-	if latest == nil && bootstrapReason(kvs) == ReasonBootstrapFailed {
-		// Failed for good, and its Jobs deleted since: it stays failed.
-		recorded := *meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed, recorded.Message)}, nil
-	}
-	if latest == nil && bootstrapStarted(kvs) {
-		lost := bootstrapReason(kvs) == ReasonBootstrapJobLost // recorded: for good
-		if !lost {
-			if lost, err = c.bootstrapJobsGone(ctx, kvs); err != nil {
-				return bootstrapState{}, err
-			}
-		}
-		if lost {
-			return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapJobLost,
-				"the bootstrap's Jobs are gone before it finished (deleted by a user, a TTL or a cleanup policy); it is not started again: without them the controller cannot tell how far it went, and a new run could overwrite data written since. "+
-					"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, nil
+	if latest == nil {
+		if st, decided, err := c.bootstrapWithoutJobs(ctx, kvs, cond); err != nil || decided {
+			return st, err
 		}
 	}
 	if latest == nil && !dataReady {
@@ -143,22 +130,31 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	return c.startBootstrap(ctx, kvs, from, attempt+1, cond)
 }
 
-// bootstrapStarted says the store's status records that a bootstrap Job was
-// started (running, or between attempts), or that its Job was lost.
-func bootstrapStarted(kvs *v1alpha1.KeyValueStore) bool {
-	switch bootstrapReason(kvs) {
-	case ReasonBootstrapRunning, ReasonBootstrapRetrying, ReasonBootstrapJobLost:
-		return true
+// bootstrapWithoutJobs decides, for a store with no bootstrap Job left,
+// from what its status recorded: a bootstrap that failed for good stays
+// failed, and one that was started but whose Jobs are gone (a fresh list
+// confirms it) is lost and never run again. decided is false when a Job
+// may start.
+func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.KeyValueStore,
+	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (st bootstrapState, decided bool, err error) {
+	recorded := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	if recorded == nil {
+		return bootstrapState{}, false, nil
 	}
-	return false
-}
-
-// bootstrapReason is the recorded Bootstrapped condition's reason ("": none).
-func bootstrapReason(kvs *v1alpha1.KeyValueStore) string {
-	if c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); c != nil {
-		return c.Reason
+	switch recorded.Reason {
+	case ReasonBootstrapFailed:
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed, recorded.Message)}, true, nil
+	case ReasonBootstrapRunning, ReasonBootstrapRetrying:
+		if gone, err := c.bootstrapJobsGone(ctx, kvs); err != nil || !gone {
+			return bootstrapState{}, false, err
+		}
+	case ReasonBootstrapJobLost: // recorded: for good
+	default:
+		return bootstrapState{}, false, nil
 	}
-	return ""
+	return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapJobLost,
+		"the bootstrap's Jobs are gone before it finished (deleted by a user, a TTL or a cleanup policy); it is not started again: without them the controller cannot tell how far it went, and a new run could overwrite data written since. "+
+			"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, true, nil
 }
 
 // bootstrapJobsGone asks the server, not the cache, whether the store has
