@@ -430,10 +430,12 @@ func testTeardownRunsInOrder(t *testing.T, policy metav1.DeletionPropagation) {
 	waitGone(t, kvs, ns, "order")
 	ev := rec()
 
+	require.NotZero(t, ev.clientServiceGone, "client Service never deleted")
 	require.NotZero(t, ev.lastProxyPodGone, "proxy Pods never went away")
 	require.NotZero(t, ev.jobCreated, "backup Job never created")
 	require.NotZero(t, ev.jobSucceeded, "backup Job never succeeded")
 	require.NotZero(t, ev.firstDataPodDeleting, "data Pods never deleted")
+	assert.Less(t, ev.clientServiceGone, ev.lastProxyPodGone, "new clients cut off before the proxy goes")
 	assert.Less(t, ev.lastProxyPodGone, ev.jobCreated, "proxy gone before the backup Job starts")
 	assert.Less(t, ev.jobSucceeded, ev.firstDataPodDeleting, "backup done before the data tier scales down")
 
@@ -445,7 +447,7 @@ func testTeardownRunsInOrder(t *testing.T, policy metav1.DeletionPropagation) {
 }
 
 type teardownEvents struct {
-	lastProxyPodGone, jobCreated, jobSucceeded, firstDataPodDeleting int64
+	clientServiceGone, lastProxyPodGone, jobCreated, jobSucceeded, firstDataPodDeleting int64
 }
 
 func recordTeardown(t *testing.T, kube kubernetes.Interface, ns string) func() teardownEvents {
@@ -453,6 +455,8 @@ func recordTeardown(t *testing.T, kube kubernetes.Interface, ns string) func() t
 	pods, err := kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	jobs, err := kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	services, err := kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var ev teardownEvents
 	var mu sync.Mutex
@@ -466,7 +470,12 @@ func recordTeardown(t *testing.T, kube kubernetes.Interface, ns string) func() t
 			mu.Unlock()
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go consume(services, func(e watch.Event) {
+		if s, ok := e.Object.(*corev1.Service); ok && e.Type == watch.Deleted && s.Spec.ClusterIP != corev1.ClusterIPNone {
+			ev.clientServiceGone = rv(s)
+		}
+	})
 	go consume(pods, func(e watch.Event) {
 		p, ok := e.Object.(*corev1.Pod)
 		if !ok {
@@ -501,6 +510,7 @@ func recordTeardown(t *testing.T, kube kubernetes.Interface, ns string) func() t
 		cancel()
 		pods.Stop()
 		jobs.Stop()
+		services.Stop()
 		wg.Wait()
 		return ev
 	}

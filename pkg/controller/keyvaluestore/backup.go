@@ -33,7 +33,7 @@ const (
 	keepFailedBackupJobs = 3
 )
 
-// Step 2: a final backup, unless there is none or the user skipped it.
+// Step 3: a final backup, unless there is none or the user skipped it.
 
 func (t *teardownRun) finalBackupDone() (bool, error) {
 	if t.kvs.Spec.Backup == nil {

@@ -3,6 +3,7 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -456,7 +457,11 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	}
 
 	kube, reason := step()
-	assert.Equal(t, []string{"patch deployments s-proxy"}, kube, "proxy scaled to zero first")
+	assert.Equal(t, []string{"delete services s"}, kube, "new clients cut off first")
+	assert.Equal(t, StepCutOffClients, reason)
+	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}))
+	kube, reason = step()
+	assert.Equal(t, []string{"patch deployments s-proxy"}, kube, "then the proxy scaled to zero")
 	assert.Equal(t, StepScaleDownProxy, reason)
 	kube, reason = step()
 	assert.Empty(t, kube, "waits for the proxy Pod: nothing else happens")
@@ -515,6 +520,46 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase, "the Final backup stays, Completed")
 	assert.NotContains(t, f.stored(kvs).Finalizers, v1alpha1.TeardownFinalizer)
+}
+
+// A store without a proxy: its client Service selects the data Pods, so
+// it goes before the final backup (writes accepted after the backup would
+// be lost with the claims); a Service the store does not control stays.
+func TestTeardownCutsOffClientsBeforeTheFinalBackup(t *testing.T) {
+	for _, foreign := range []bool{false, true} {
+		t.Run(fmt.Sprintf("foreign=%v", foreign), func(t *testing.T) {
+			kvs := newStore(withBackup, withClaimsDeleted, deleting)
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "svc-1", Labels: labelsFor(kvs, ComponentData),
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kvs, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"))}}}
+			if foreign {
+				svc.OwnerReferences[0].UID = "uid-0"
+			}
+			f := newFixture(t, kvs, svc)
+
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			kube, own := f.writes()
+			if foreign {
+				assert.Empty(t, kube, "a Service another store controls is not ours to delete")
+				assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1")
+				return
+			}
+			assert.Equal(t, []string{"delete services s"}, kube)
+			assert.NotContains(t, own, "create keyvaluestorebackups s-final-uid1", "no backup while new clients can still write")
+			for _, a := range f.kube.Actions() {
+				if d, ok := a.(core.DeleteAction); ok {
+					assert.Equal(t, ptr.To(types.UID("svc-1")), d.GetDeleteOptions().Preconditions.UID, "deleted with a UID precondition")
+				}
+			}
+			assert.Equal(t, StepCutOffClients, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+
+			require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(svc))
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			_, own = f.writes()
+			assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1", "the final backup once the Service is gone")
+		})
+	}
 }
 
 // finishJob marks a Job Complete or Failed at f.now.

@@ -26,6 +26,7 @@ import (
 // Teardown steps, in order; each is the Progressing reason while it runs.
 const (
 	StepStopBootstrap  = "TeardownStopBootstrap"
+	StepCutOffClients  = "TeardownCutOffClients"
 	StepScaleDownProxy = "TeardownScaleDownProxy"
 	StepFinalBackup    = "TeardownFinalBackup"
 	StepScaleDownData  = "TeardownScaleDownData"
@@ -74,11 +75,12 @@ type stepWait struct {
 }
 
 // teardownSteps is the order that keeps data safe: a bootstrap still
-// writing is stopped (its Pods gone), clients off (proxy),
-// a final backup while the data tier still runs, then the data tier, and
-// the claims last and only when the store's policy says so.
+// writing is stopped (its Pods gone), clients off (the client Service, then
+// the proxy), a final backup while the data tier still runs, then the data
+// tier, and the claims last and only when the store's policy says so.
 var teardownSteps = []teardownStep{
 	{reason: StepStopBootstrap, done: (*teardownRun).bootstrapStopped, run: (*teardownRun).stopBootstrap},
+	{reason: StepCutOffClients, done: (*teardownRun).clientServiceGone, run: (*teardownRun).deleteClientService},
 	{reason: StepScaleDownProxy, done: (*teardownRun).proxyGone, run: (*teardownRun).scaleDownProxy},
 	{reason: StepFinalBackup, done: (*teardownRun).finalBackupDone, run: (*teardownRun).runFinalBackup},
 	{reason: StepScaleDownData, done: (*teardownRun).dataGone, run: (*teardownRun).scaleDownData},
@@ -183,7 +185,37 @@ func (c *Controller) releaseFinalizer(ctx context.Context, kvs *v1alpha1.KeyValu
 	return nil
 }
 
-// Step 1: the proxy tier goes to zero and its Pods go.
+// Step 1: the client Service goes, so that no new client connection
+// reaches the store while its final backup runs: without a proxy the
+// Service selects the data Pods themselves, and writes accepted after the
+// backup would be lost with the claims. The backup Job reaches the data
+// Pods through the headless Service. Connections opened before stay up
+// until their Pods stop (a proxy's in the next step).
+
+func (t *teardownRun) clientServiceGone() (bool, error) {
+	svc, err := t.c.services.cached(t.kvs.Namespace, t.kvs.Name)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !ours(svc, t.kvs), nil
+}
+
+func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error) {
+	svc, err := t.c.services.cached(t.kvs.Namespace, t.kvs.Name)
+	if err != nil {
+		return stepWait{}, err
+	}
+	err = t.c.kube.CoreV1().Services(t.kvs.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(svc.UID))})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return stepWait{}, fmt.Errorf("delete client Service %s/%s: %w", t.kvs.Namespace, svc.Name, err)
+	}
+	return stepWait{message: "client Service " + svc.Name + " deleted"}, nil
+}
+
+// Step 2: the proxy tier goes to zero and its Pods go.
 
 func (t *teardownRun) proxyGone() (bool, error) {
 	d := t.c.ownedProxy(t.kvs)
@@ -202,7 +234,7 @@ func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
 	return t.waitForPods(ComponentProxy)
 }
 
-// Step 3: the data tier goes to zero (the StatefulSet removes Pods highest
+// Step 4: the data tier goes to zero (the StatefulSet removes Pods highest
 // ordinal first) and its Pods go.
 
 func (t *teardownRun) dataGone() (bool, error) {
@@ -336,7 +368,7 @@ func (c *Controller) componentPods(kvs *v1alpha1.KeyValueStore, component string
 	return pods, nil
 }
 
-// Step 4: claims are deleted only when the policy says Delete; by default
+// Step 5: claims are deleted only when the policy says Delete; by default
 // data outlives the store. (In a terminating namespace they go with it.)
 
 func (t *teardownRun) claimsGone() (bool, error) {

@@ -15,14 +15,14 @@ import (
 
 // Every delete of a KeyValueStore is served as a background delete. The
 // teardown finalizer then holds the store while the controller tears it down
-// in order (proxy, final backup, data tier, claims), and the garbage collector
+// in order (clients, proxy, final backup, data tier, claims), and the garbage collector
 // only collects leftover dependents once the store is gone. Foreground
 // deletion would let the collector delete the StatefulSet, Deployment and Jobs
 // while the teardown still needs them; orphaning would strip their
 // ownerReferences and leave the data tier running with no store.
 const (
 	foregroundDeletionWarning = "foreground deletion of a KeyValueStore runs its ordered teardown " +
-		"(proxy, final backup, data tier, claims) exactly as a background deletion does; " +
+		"(clients, proxy, final backup, data tier, claims) exactly as a background deletion does; " +
 		"its dependents are removed after it, not before it"
 
 	orphanRefusal = "deleteOptions.%s: a KeyValueStore cannot be deleted with its dependents orphaned: " +

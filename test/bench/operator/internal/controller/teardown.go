@@ -24,8 +24,8 @@ import (
 // waitFallback looks again at a waiting step even if an event were missed.
 const waitFallback = 30 * time.Second
 
-// teardown runs the ordered steps of kvstore-apiserver's teardown (proxy
-// down, final backup, data down, claims per policy) and releases the
+// teardown runs the ordered steps of kvstore-apiserver's teardown (client
+// Service gone, proxy down, final backup, data down, claims per policy) and releases the
 // finalizer when all are done. Each step is judged from the cluster, so a
 // restart resumes where the last run stopped.
 func (r *KeyValueStoreReconciler) teardown(ctx context.Context, kvs *benchv1alpha1.KeyValueStore) (ctrl.Result, error) {
@@ -36,6 +36,7 @@ func (r *KeyValueStoreReconciler) teardown(ctx context.Context, kvs *benchv1alph
 		reason string
 		run    func(context.Context, *benchv1alpha1.KeyValueStore) (string, error) // "" when done
 	}{
+		{"TeardownCutOffClients", r.deleteClientService},
 		{"TeardownScaleDownProxy", r.scaleDownProxy},
 		{"TeardownFinalBackup", r.finalBackup},
 		{"TeardownScaleDownData", r.scaleDownData},
@@ -107,6 +108,23 @@ func (r *KeyValueStoreReconciler) podsLeft(ctx context.Context, kvs *benchv1alph
 		return "", nil
 	}
 	return fmt.Sprintf("waiting for %d %s Pods to terminate", len(pods.Items), component), nil
+}
+
+// deleteClientService cuts off new clients before the final backup (the
+// Service selects the data Pods when there is no proxy).
+func (r *KeyValueStoreReconciler) deleteClientService(ctx context.Context, kvs *benchv1alpha1.KeyValueStore) (string, error) {
+	svc := &corev1.Service{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: kvs.Namespace, Name: kvs.Name}, svc)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(svc, kvs)) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+		return "", fmt.Errorf("delete client Service: %w", err)
+	}
+	return "waiting for client Service " + svc.Name + " to go", nil
 }
 
 func (r *KeyValueStoreReconciler) scaleDownProxy(ctx context.Context, kvs *benchv1alpha1.KeyValueStore) (string, error) {
