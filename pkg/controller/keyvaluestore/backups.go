@@ -257,13 +257,16 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		}
 		observeApply("Job", applyCreated)
 	}
-	now := c.now()
+	start := c.now()
+	if existing != nil && !existing.CreationTimestamp.IsZero() && existing.CreationTimestamp.Before(&start) {
+		start = existing.CreationTimestamp // recorded only now: it started then
+	}
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Phase = v1alpha1.BackupPhaseRunning
 		st.Attempts = int32(attempt)
 		st.JobName = name
 		if st.StartTime == nil {
-			st.StartTime = &now
+			st.StartTime = &start
 		}
 		st.Message = fmt.Sprintf("attempt %d: Job %s runs", attempt, name)
 		// The previous attempt's failure is over (its event stays); a
@@ -280,7 +283,7 @@ func (c *Controller) completeBackup(ctx context.Context, b *v1alpha1.KeyValueSto
 	msg := fmt.Sprintf("Job %s succeeded (attempt %d)", job.Name, attemptOf(job))
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Phase = v1alpha1.BackupPhaseCompleted
-		st.CompletionTime = &done
+		st.CompletionTime = notBefore(done, st.StartTime)
 		st.Message = msg
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionCompleted, Status: metav1.ConditionTrue, Reason: ReasonJobSucceeded, Message: msg})
 		meta.RemoveStatusCondition(&st.Conditions, BackupConditionFailed)
@@ -292,10 +295,22 @@ func (c *Controller) failBackup(ctx context.Context, b *v1alpha1.KeyValueStoreBa
 	done := c.now()
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Phase = v1alpha1.BackupPhaseFailed
-		st.CompletionTime = &done
+		st.CompletionTime = notBefore(done, st.StartTime)
 		st.Message = msg
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	}, corev1.EventTypeWarning, reason)
+}
+
+// notBefore is t, or start if t is earlier. The server refuses a
+// completion before the start, and the two can come from different clocks
+// (the Job's from kube's, ours, an earlier leader's), or the start can be
+// recorded only after the Job finished; refused, the backup would stay
+// Running and hold every later backup of its store behind it.
+func notBefore(t metav1.Time, start *metav1.Time) *metav1.Time {
+	if start != nil && t.Before(start) {
+		return start.DeepCopy()
+	}
+	return &t
 }
 
 // markBackupWaiting says, once, which backup a Pending one waits for.

@@ -9,8 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	core "k8s.io/client-go/testing"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -256,4 +260,50 @@ func TestBackupJobIsControlledByTheBackup(t *testing.T) {
 	for _, w := range own {
 		assert.NotContains(t, w, "delete", "no backup is deleted")
 	}
+}
+
+// rejectCompletionBeforeStart makes the fake server validate backup status
+// as kvstore-apiserver does: completionTime never before startTime.
+func (f *fixture) rejectCompletionBeforeStart() {
+	f.kvs.PrependReactor("update", "keyvaluestorebackups", func(a core.Action) (bool, runtime.Object, error) {
+		b := a.(core.UpdateAction).GetObject().(*v1alpha1.KeyValueStoreBackup)
+		if st := b.Status; st.StartTime != nil && st.CompletionTime != nil && st.CompletionTime.Before(st.StartTime) {
+			return true, nil, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup").GroupKind(), b.Name,
+				field.ErrorList{field.Invalid(field.NewPath("status", "completionTime"), st.CompletionTime, "must not be before startTime")})
+		}
+		return false, nil, nil
+	})
+}
+
+// An attempt recorded only after its Job finished (the status write after
+// the Job's creation was lost: a failover, our etcd down) still completes:
+// its completion time is never before the recorded start, which the server
+// would refuse on every pass while every later backup waited behind it.
+func TestBackupRecordedAfterItsJobFinishedCompletes(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	f.rejectCompletionBeforeStart()
+	lost := true
+	f.kvs.PrependReactor("update", "keyvaluestorebackups", func(core.Action) (bool, runtime.Object, error) {
+		if lost {
+			lost = false
+			return true, nil, apierrors.NewServiceUnavailable("etcd down")
+		}
+		return false, nil, nil
+	})
+	_, err := f.sync(kvs)
+	require.Error(t, err, "the attempt's status write is lost")
+	kube, _ := f.writes()
+	require.Contains(t, kube, "apply jobs b-1")
+
+	f.finishJob("b-1", batchv1.JobComplete)
+	f.now = f.now.Add(time.Minute)
+	for range 2 { // record the attempt, then its outcome
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase)
+	assert.False(t, b.Status.CompletionTime.Before(b.Status.StartTime))
 }
