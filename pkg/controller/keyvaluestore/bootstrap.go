@@ -24,6 +24,9 @@ const (
 	ReasonBootstrapFailed    = "BootstrapFailed"
 	ReasonBackupNotFound     = "BackupNotFound"
 	ReasonBackupNotCompleted = "BackupNotCompleted"
+	// ReasonBackupReplaced: fromBackup names another backup than the one
+	// the first attempt restored (deleted and created again).
+	ReasonBackupReplaced     = "BackupReplaced"
 	ReasonWaitingForDataTier = "WaitingForDataTier"
 	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before it
 	// finished; it is not run again.
@@ -89,29 +92,20 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, msg)}, nil
 	}
-	var latest *batchv1.Job
-	if len(jobs) > 0 {
-		latest = jobs[len(jobs)-1]
+	if rec := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); rec != nil && failedForGood(rec.Reason) {
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, rec.Reason, rec.Message)}, nil
 	}
-	if latest == nil {
+	if len(jobs) == 0 {
 		if st, decided, err := c.bootstrapWithoutJobs(ctx, kvs, cond); err != nil || decided {
 			return st, err
 		}
+		if !dataReady {
+			return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job starts once every data replica is ready")}, nil
+		}
+		return c.startBootstrap(ctx, kvs, nil, 1, cond)
 	}
-	if latest == nil && !dataReady {
-		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job starts once every data replica is ready")}, nil
-	}
-	from, reason, msg, err := c.bootstrapSource(ctx, kvs)
-	if err != nil {
-		return bootstrapState{}, err
-	}
-	if reason != "" && latest == nil {
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg)}, nil
-	}
-	switch {
-	case latest == nil:
-		return c.startBootstrap(ctx, kvs, from, 1, cond)
-	case !jobCondition(latest, batchv1.JobFailed):
+	latest := jobs[len(jobs)-1]
+	if !jobCondition(latest, batchv1.JobFailed) {
 		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning,
 			fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))}, nil
 	}
@@ -127,7 +121,18 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 			fmt.Sprintf("bootstrap attempt %d failed (%s, Job %s); attempt %d starts at %s",
 				attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339)))}, nil
 	}
-	return c.startBootstrap(ctx, kvs, from, attempt+1, cond)
+	return c.startBootstrap(ctx, kvs, latest, attempt+1, cond)
+}
+
+// failedForGood are the Bootstrapped reasons after which no bootstrap Job
+// starts again. Recorded once, they stay: by then the store may have served
+// clients, and a restore started later would overwrite what they wrote.
+func failedForGood(reason string) bool {
+	switch reason {
+	case ReasonBootstrapFailed, ReasonBootstrapJobLost, ReasonBackupNotFound, ReasonBackupNotCompleted, ReasonBackupReplaced:
+		return true
+	}
+	return false
 }
 
 // bootstrapWithoutJobs decides, for a store with no bootstrap Job left,
@@ -142,19 +147,43 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 		return bootstrapState{}, false, nil
 	}
 	switch recorded.Reason {
-	case ReasonBootstrapFailed:
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed, recorded.Message)}, true, nil
 	case ReasonBootstrapRunning, ReasonBootstrapRetrying:
 		if gone, err := c.bootstrapJobsGone(ctx, kvs); err != nil || !gone {
 			return bootstrapState{}, false, err
 		}
-	case ReasonBootstrapJobLost: // recorded: for good
+		if st, ok, err := c.recordedSince(ctx, kvs, recorded, cond); err != nil || ok {
+			return st, true, err
+		}
 	default:
 		return bootstrapState{}, false, nil
 	}
 	return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapJobLost,
 		"the bootstrap's Jobs are gone before it finished (deleted by a user, a TTL or a cleanup policy); it is not started again: without them the controller cannot tell how far it went, and a new run could overwrite data written since. "+
 			"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, true, nil
+}
+
+// recordedSince reads the store from the server: an outcome recorded there
+// that the cache has not seen yet (a success, a failure for good) stands,
+// and must not be overwritten by a decision taken on the cache's copy.
+func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueStore, recorded *metav1.Condition,
+	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (bootstrapState, bool, error) {
+	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
+	if err != nil {
+		return bootstrapState{}, false, fmt.Errorf("read store %s: %w", kvs.Name, err)
+	}
+	if fresh.UID != kvs.UID {
+		return bootstrapState{}, false, fmt.Errorf("store %s was replaced (uid %s, cached %s)", kvs.Name, fresh.UID, kvs.UID)
+	}
+	now := meta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	switch {
+	case now == nil || now.Reason == recorded.Reason:
+		return bootstrapState{}, false, nil
+	case now.Status == metav1.ConditionTrue:
+		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, now.Message)}, true, nil
+	case failedForGood(now.Reason):
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, now.Reason, now.Message)}, true, nil
+	}
+	return bootstrapState{}, false, nil
 }
 
 // bootstrapJobsGone asks the server, not the cache, whether the store has
@@ -168,8 +197,18 @@ func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyVal
 	return !slices.ContainsFunc(list.Items, func(j batchv1.Job) bool { return metav1.IsControlledBy(&j, kvs) }), nil
 }
 
-func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int,
+// startBootstrap starts attempt n, after previous (nil for the first),
+// from the backup attempt 1 was given and no other.
+func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, previous *batchv1.Job, attempt int,
 	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (bootstrapState, error) {
+	from, reason, msg, err := c.bootstrapSource(ctx, kvs, previous)
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	if reason != "" {
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg+
+			"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}, nil
+	}
 	job, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, bootstrapJobName(kvs, attempt), bootstrapJob(kvs, from, attempt))
 	if err != nil {
 		return bootstrapState{}, err
@@ -179,8 +218,9 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 }
 
 // bootstrapSource is the backup a bootstrap restores (nil if none); reason
-// is set when it cannot be restored (missing or not Completed).
-func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValueStore) (*v1alpha1.KeyValueStoreBackup, string, string, error) {
+// is set when it cannot be restored (missing, not Completed, or not the
+// backup the previous attempt was given).
+func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValueStore, previous *batchv1.Job) (*v1alpha1.KeyValueStoreBackup, string, string, error) {
 	name := kvs.Spec.Bootstrap.FromBackup
 	if name == "" {
 		return nil, "", "", nil
@@ -196,6 +236,9 @@ func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValue
 		return nil, "", "", fmt.Errorf("get backup %s: %w", name, err)
 	case b.Status.Phase != v1alpha1.BackupPhaseCompleted:
 		return nil, ReasonBackupNotCompleted, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s is %s, not Completed", name, phaseOr(b.Status.Phase)), nil
+	case previous != nil && previous.Annotations[backupUIDAnnotation] != "" && previous.Annotations[backupUIDAnnotation] != string(b.UID):
+		return nil, ReasonBackupReplaced, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s (uid %s) is not the backup attempt %d restored (uid %s)",
+			name, b.UID, attemptOf(previous), previous.Annotations[backupUIDAnnotation]), nil
 	}
 	return b, "", "", nil
 }

@@ -105,6 +105,71 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 			require.NotNil(t, c)
 			assert.Equal(t, tc.reason, c.Reason)
 			assert.Contains(t, c.Message, "spec.bootstrap.fromBackup")
+
+			// The backup completing later does not start the restore: the
+			// store may have served clients in between (found by review).
+			done := completedBackup("nightly")
+			_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(context.Background(), done, metav1.CreateOptions{})
+			if err != nil {
+				_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), done, metav1.UpdateOptions{})
+			}
+			require.NoError(t, err)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ = f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no restore into a store that has been Failed")
+			assert.Equal(t, tc.reason, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+		})
+	}
+}
+
+// A retry restores the very backup attempt 1 was given, or nothing: once
+// that backup is gone (pruned, deleted) or replaced under its name, the
+// next attempt would run without it, or from other data (found by review:
+// attempt 2 ran without KVSTORE_BACKUP_NAME, as a plain bootstrap).
+func TestBootstrapRetryNeedsItsOwnBackup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change func(f *fixture, b *v1alpha1.KeyValueStoreBackup)
+		reason string
+	}{
+		"deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			require.NoError(f.t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), b.Name, metav1.DeleteOptions{}))
+			require.NoError(f.t, f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Delete(b))
+		}},
+		"replaced": {reason: ReasonBackupReplaced, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			b = b.DeepCopy()
+			b.UID = "uid-other"
+			_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), b, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+			f.cache(b)
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := completedBackup("nightly")
+			kvs := newStore(withBootstrap("nightly"))
+			f := newFixture(t, kvs, src)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			require.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1))
+			f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobFailed)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+
+			tc.change(f, src)
+			f.now = f.now.Add(backupBackoff(1))
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ = f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no attempt without the backup attempt 1 restored")
+			st := f.stored(kvs).Status
+			assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+			assert.Equal(t, tc.reason, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 		})
 	}
 }
@@ -216,4 +281,25 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
 	assert.Equal(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+}
+
+// A bootstrap recorded as succeeded is not turned into BootstrapJobLost by
+// a cache that has not seen that record yet, once its Job is gone (the
+// status write after a conflict would have overwritten the success, and
+// the store would have stayed Failed with no proxy; found by review).
+func TestBootstrapSuccessSurvivesAStaleCache(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	stale := f.stored(kvs)
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.True(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped))
+
+	f.cache(stale)
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	_, _ = f.sync(stale)
+	st := f.stored(kvs).Status
+	assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionBootstrapped), "%v", st.Conditions)
+	assert.NotEqual(t, v1alpha1.PhaseFailed, st.Phase)
 }

@@ -47,6 +47,9 @@ const (
 	// storeUIDAnnotation ties a Final backup to the store it was taken for,
 	// not to an earlier store of the same name.
 	storeUIDAnnotation = v1alpha1.GroupName + "/store-uid"
+	// backupUIDAnnotation is, on a bootstrap Job, the UID of the backup it
+	// restores: a retry restores that backup or none.
+	backupUIDAnnotation = v1alpha1.GroupName + "/backup-uid"
 	// slotAnnotation is the schedule slot (RFC 3339, UTC) of a Scheduled backup.
 	slotAnnotation = v1alpha1.GroupName + "/scheduled-at"
 )
@@ -248,14 +251,16 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int) *batchv1ac.JobApplyConfiguration {
 	spec := kvs.Spec.Bootstrap
 	env := storeEnv(kvs)
+	annotations := map[string]string{attemptAnnotation: strconv.Itoa(attempt)}
 	if from != nil {
 		env = append(env,
 			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(from.Name),
 			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_STORE").WithValue(from.Spec.StoreName))
+		annotations[backupUIDAnnotation] = string(from.UID)
 	}
 	return batchv1ac.Job(bootstrapJobName(kvs, attempt), kvs.Namespace).
 		WithLabels(labelsFor(kvs, ComponentBootstrap)).
-		WithAnnotations(map[string]string{attemptAnnotation: strconv.Itoa(attempt)}).
+		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
 }
