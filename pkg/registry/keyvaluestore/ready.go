@@ -16,7 +16,13 @@ import (
 // --for=condition=Ready` can be trusted without knowing the phase machine.
 // Deriving it here rather than in the controller keeps the two from ever
 // disagreeing. A status without a phase (nothing observed yet) gets none.
-func setReadyCondition(status *kvstore.KeyValueStoreStatus) {
+// Its lastTransitionTime follows the stored Ready (stored), whatever Ready
+// the request carried or left out.
+func setReadyCondition(status *kvstore.KeyValueStoreStatus, stored []metav1.Condition) {
+	meta.RemoveStatusCondition(&status.Conditions, kvstore.ConditionReady)
+	if prev := meta.FindStatusCondition(stored, kvstore.ConditionReady); prev != nil {
+		status.Conditions = append(status.Conditions, *prev)
+	}
 	if status.Phase == "" {
 		meta.RemoveStatusCondition(&status.Conditions, kvstore.ConditionReady)
 		return

@@ -68,3 +68,37 @@ func TestStatusUpdateDerivesReady(t *testing.T) {
 	// Validation accepts what was derived.
 	assert.Empty(t, s.ValidateUpdate(ctx, again, now))
 }
+
+// Ready's lastTransitionTime follows the stored Ready, not what the request
+// carries: a status write that leaves Ready out (a controller rebuilding its
+// conditions, a merge patch of the list) or sends a wrong one does not move
+// it, and an otherwise unchanged write stays a no-op (found by review).
+func TestReadyTransitionFollowsTheStoredCondition(t *testing.T) {
+	s := NewStatusStrategy(testStrategy())
+	t0 := metav1.NewTime(metav1.Now().Add(-3600e9).Truncate(1e9))
+	stored := func(phase kvstore.KeyValueStorePhase) *kvstore.KeyValueStore {
+		old := newKVS()
+		old.ResourceVersion = "1"
+		old.Status = kvstore.KeyValueStoreStatus{Phase: phase, ObservedGeneration: 1}
+		setReadyCondition(&old.Status, nil)
+		meta.FindStatusCondition(old.Status.Conditions, kvstore.ConditionReady).LastTransitionTime = t0
+		return old
+	}
+	for name, tc := range map[string]struct {
+		old  *kvstore.KeyValueStore
+		sent []metav1.Condition
+	}{
+		"left out": {old: stored(kvstore.PhaseReady)},
+		"wrong":    {old: stored(kvstore.PhaseCreating), sent: []metav1.Condition{{Type: kvstore.ConditionReady, Status: metav1.ConditionTrue, Reason: "Trust", LastTransitionTime: metav1.Now()}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := tc.old.DeepCopy()
+			obj.Status.Conditions = tc.sent
+			s.PrepareForUpdate(context.Background(), obj, tc.old)
+			ready := meta.FindStatusCondition(obj.Status.Conditions, kvstore.ConditionReady)
+			require.NotNil(t, ready)
+			assert.True(t, ready.LastTransitionTime.Equal(&t0), "lastTransitionTime %v, stored %v", ready.LastTransitionTime, t0)
+			assert.Equal(t, tc.old.Status, obj.Status, "an unchanged status stays unchanged")
+		})
+	}
+}

@@ -199,7 +199,7 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	newKVS.Annotations = oldKVS.Annotations
 	newKVS.Finalizers = oldKVS.Finalizers
 	newKVS.OwnerReferences = oldKVS.OwnerReferences
-	setReadyCondition(&newKVS.Status)
+	setReadyCondition(&newKVS.Status, oldKVS.Status.Conditions)
 }
 
 // ValidateUpdate validates the new status.
