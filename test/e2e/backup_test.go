@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -24,11 +25,12 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
-// The local stack's kwok stages complete Job Pods, except those of this
-// image, which fail.
+// The local stack's kwok stages complete Job Pods, except those of the
+// fail image, which fail, and of the hang image, which run until deleted.
 const (
 	backupImageOK   = "kvstore.io/e2e-backup:ok"
 	backupImageFail = "kvstore.io/e2e-backup:fail"
+	backupImageHang = "kvstore.io/e2e-backup:hang"
 )
 
 func manualBackup(name, store string) *v1alpha1.KeyValueStoreBackup {
@@ -109,6 +111,38 @@ func TestBackupOnDemand(t *testing.T) {
 		v1alpha1.BackupReasonManual: v1alpha1.BackupPhaseCompleted,
 		v1alpha1.BackupReasonFinal:  v1alpha1.BackupPhaseCompleted,
 	}, reasons)
+}
+
+// A backup whose running Job is deleted (by a user, a TTL, a cleanup
+// policy) counts that attempt as failed and starts the next one after the
+// backoff; it neither waits forever nor starts at once.
+func TestBackupWhoseJobIsDeletedIsRetried(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("lostjob", 1)
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageHang}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "lostjob", "Ready", isReady)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("b", "lostjob"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	first := waitBackup(t, kvs, ns, "b", v1alpha1.BackupPhaseRunning)
+	require.NotEmpty(t, first.Status.JobName)
+
+	// The next attempt may complete; the running one loses its Job.
+	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Patch(ctx, "lostjob", types.MergePatchType,
+		[]byte(`{"spec":{"backup":{"image":"`+backupImageOK+`"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, kube.BatchV1().Jobs(ns).Delete(ctx, first.Status.JobName, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+
+	b := waitBackup(t, kvs, ns, "b", v1alpha1.BackupPhaseCompleted)
+	assert.Equal(t, int32(2), b.Status.Attempts)
+	assert.NotEqual(t, first.Status.JobName, b.Status.JobName)
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=b,reason=AttemptFailed"})
+	require.NoError(t, err)
+	require.NotEmpty(t, events.Items, "the lost attempt is reported")
+	assert.Contains(t, events.Items[0].Message, "was deleted")
 }
 
 func TestBackupThatCannotRunFails(t *testing.T) {
@@ -306,6 +340,36 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, events.Items, "no phase change to Bootstrapping")
 	assert.Contains(t, events.Items[0].Message, "-> Bootstrapping")
+}
+
+// A bootstrap whose Job is deleted while it runs is not run again from
+// attempt 1 (a second restore could overwrite what was written since):
+// the store fails with BootstrapJobLost and says how to go on.
+func TestBootstrapWhoseJobIsDeletedIsNotRunAgain(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("lostboot", 1)
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageHang}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "lostboot", "bootstrap running", func(k *v1alpha1.KeyValueStore) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped)
+		return c != nil && c.Reason == "BootstrapRunning"
+	})
+	bootstrapJobs := metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=bootstrap,app.kubernetes.io/instance=lostboot"}
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, bootstrapJobs)
+	require.NoError(t, err)
+	require.Len(t, jobs.Items, 1)
+	require.NoError(t, kube.BatchV1().Jobs(ns).Delete(ctx, jobs.Items[0].Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+
+	k := waitStore(t, kvs, ns, "lostboot", "Failed", func(k *v1alpha1.KeyValueStore) bool { return k.Status.Phase == v1alpha1.PhaseFailed })
+	c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	require.NotNil(t, c)
+	assert.Equal(t, "BootstrapJobLost", c.Reason)
+	jobs, err = kube.BatchV1().Jobs(ns).List(ctx, bootstrapJobs)
+	require.NoError(t, err)
+	assert.Empty(t, jobs.Items, "no second bootstrap Job")
 }
 
 func jobComplete(j *batchv1.Job) bool {
