@@ -40,7 +40,7 @@ func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBo
 			handler.ServeHTTP(w, req)
 			return
 		}
-		if fieldErr := Check(req.Header.Get("Content-Type"), body); fieldErr != nil {
+		if fieldErr := CheckIn(req.Header.Get("Content-Type"), body, info.APIVersion); fieldErr != nil {
 			gk := schema.GroupKind{Group: Guarded.Group, Kind: "KeyValueStore"}
 			responsewriters.ErrorNegotiated(apierrors.NewInvalid(gk, info.Name, field.ErrorList{fieldErr}),
 				codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)

@@ -96,3 +96,27 @@ func TestWithFilterNoBody(t *testing.T) {
 	WithFilter(next, serializer.NewCodecFactory(runtime.NewScheme()), 1024).ServeHTTP(httptest.NewRecorder(), req)
 	assert.True(t, called)
 }
+
+// A protobuf body does not say which key it used (the versions share field
+// numbers), so the refusal of a v1beta1 request names v1beta1's field, as
+// for JSON (found by review: it named spec.storage.size, which v1beta1 does
+// not have, to the generated clients, which send protobuf).
+func TestWithFilterNamesTheVersionsFieldForProtobuf(t *testing.T) {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	for version, want := range map[string]string{"v1alpha1": "spec.storage.size", "v1beta1": "spec.storage.capacity"} {
+		req := httptest.NewRequest(http.MethodPost, "/apis/kvstore.io/"+version+"/namespaces/ns/keyvaluestores",
+			bytes.NewReader(protobufBody(nil, protobufSpec(hugeExponent))))
+		req.Header.Set("Content-Type", protobufType)
+		req = req.WithContext(genericapirequest.WithRequestInfo(req.Context(), &genericapirequest.RequestInfo{
+			IsResourceRequest: true, APIGroup: "kvstore.io", APIVersion: version, Resource: "keyvaluestores", Verb: "create"}))
+		rec := httptest.NewRecorder()
+		WithFilter(http.NotFoundHandler(), serializer.NewCodecFactory(scheme), 1<<20).ServeHTTP(rec, req)
+		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, version)
+		var status metav1.Status
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &status), rec.Body.String())
+		require.NotNil(t, status.Details)
+		require.Len(t, status.Details.Causes, 1)
+		assert.Equal(t, want, status.Details.Causes[0].Field, version)
+	}
+}

@@ -17,11 +17,11 @@ var protobufSizePath = []uint64{2, 2, 4, 1, 1}
 var protobufMagic = []byte("k8s\x00")
 
 // checkProtobuf checks every spec.storage.size of a protobuf KeyValueStore,
-// also those a repeated field would merge.
-func checkProtobuf(body []byte) *field.Error {
+// also those a repeated field would merge, and names path in its refusal.
+func checkProtobuf(body []byte, path []string) *field.Error {
 	var err *field.Error
 	eachProtobufSize(body, func(size string) bool {
-		err = checkQuantity(size, sizePath)
+		err = checkQuantity(size, path)
 		return err == nil
 	})
 	return err

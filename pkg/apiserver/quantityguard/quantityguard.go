@@ -52,6 +52,15 @@ var quantityPaths = [][]string{
 // cannot be read at all.
 var sizePath = quantityPaths[0]
 
+// sizePathIn is where the quantity lives in an API version, named where the
+// body does not say which key it used.
+func sizePathIn(version string) []string {
+	if version == "v1beta1" {
+		return quantityPaths[1]
+	}
+	return sizePath
+}
+
 // Check refuses a KeyValueStore request body (an object, or a patch of one)
 // of the given Content-Type whose spec.storage.size is too long or has too
 // large an exponent, and a JSON patch that copies or moves any value into
@@ -60,6 +69,15 @@ var sizePath = quantityPaths[0]
 // struct parses each one. It accepts JSON, YAML and protobuf it cannot
 // parse: the decoder then refuses it before it parses any quantity.
 func Check(contentType string, body []byte) *field.Error {
+	return CheckIn(contentType, body, "")
+}
+
+// CheckIn is Check for a request of the given API version: where the body
+// does not say which key it used (protobuf, whose field numbers the two
+// versions share, or CBOR that does not decode), the refusal names the
+// version's own spelling, spec.storage.capacity in v1beta1.
+func CheckIn(contentType string, body []byte, version string) *field.Error {
+	unnamed := sizePathIn(version)
 	mediaType := runtime.ContentTypeJSON // what the server assumes when none is given
 	if contentType != "" {
 		var err error
@@ -84,7 +102,7 @@ func Check(contentType string, body []byte) *field.Error {
 		// the first, so a body the guard cannot read is refused here.
 		var doc any
 		if err := direct.Unmarshal(body, &doc); err != nil {
-			return field.Invalid(field.NewPath(sizePath[0], sizePath[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
+			return field.Invalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
 		}
 		for _, path := range quantityPaths {
 			if err := checkAt(doc, path, path); err != nil {
@@ -93,7 +111,7 @@ func Check(contentType string, body []byte) *field.Error {
 		}
 		return nil
 	case runtime.ContentTypeProtobuf:
-		return checkProtobuf(body)
+		return checkProtobuf(body, unnamed)
 	}
 	return nil
 }
