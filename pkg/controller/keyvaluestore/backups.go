@@ -127,8 +127,16 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	active := runnable[i]
 	for _, b := range runnable {
 		if b != active {
-			errs = append(errs, c.markBackupWaiting(ctx, b, active))
+			errs = append(errs, c.markBackupWaiting(ctx, b, fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)))
 		}
+	}
+	if active.Status.Attempts == 0 && active.Spec.Reason != v1alpha1.BackupReasonFinal && bootstrapUndecided(kvs) {
+		// A backup taken while the restore writes would be recorded
+		// Completed with half the data. The store's Bootstrapped condition
+		// changing brings us back. (Teardown stops a bootstrap before its
+		// Final backup.)
+		errs = append(errs, c.markBackupWaiting(ctx, active, fmt.Sprintf("waiting for the bootstrap of KeyValueStore %s to finish", kvs.Name)))
+		return result{}, errors.Join(errs...)
 	}
 	res, err := c.runBackup(ctx, kvs, active)
 	return res, errors.Join(append(errs, err)...)
@@ -313,11 +321,11 @@ func notBefore(t metav1.Time, start *metav1.Time) *metav1.Time {
 	return &t
 }
 
-// markBackupWaiting says, once, which backup a Pending one waits for.
-func (c *Controller) markBackupWaiting(ctx context.Context, b, active *v1alpha1.KeyValueStoreBackup) error {
+// markBackupWaiting says, once, what a Pending backup waits for.
+func (c *Controller) markBackupWaiting(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, msg string) error {
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Phase = v1alpha1.BackupPhasePending
-		st.Message = fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)
+		st.Message = msg
 	}, "", "")
 }
 

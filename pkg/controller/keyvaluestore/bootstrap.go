@@ -124,6 +124,16 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	return c.startBootstrap(ctx, kvs, latest, attempt+1, cond)
 }
 
+// bootstrapUndecided: the store has a bootstrap that has neither succeeded
+// nor failed for good, so a restore may still be writing into its data.
+func bootstrapUndecided(kvs *v1alpha1.KeyValueStore) bool {
+	if kvs.Spec.Bootstrap == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	return c == nil || (c.Status != metav1.ConditionTrue && !failedForGood(c.Reason))
+}
+
 // failedForGood are the Bootstrapped reasons after which no bootstrap Job
 // starts again. Recorded once, they stay: by then the store may have served
 // clients, and a restore started later would overwrite what they wrote.

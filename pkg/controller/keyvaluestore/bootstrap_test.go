@@ -303,3 +303,35 @@ func TestBootstrapSuccessSurvivesAStaleCache(t *testing.T) {
 	assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionBootstrapped), "%v", st.Conditions)
 	assert.NotEqual(t, v1alpha1.PhaseFailed, st.Phase)
 }
+
+// A backup waits while the store's bootstrap may still write: taken during
+// the restore it would be recorded Completed with half the data (found by
+// review). It runs once the bootstrap succeeded.
+func TestBackupWaitsForTheBootstrap(t *testing.T) {
+	kvs := newStore(withBootstrap(""), withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	for range 2 {
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.NotContains(t, kube, "apply jobs b-1", "no backup while the bootstrap runs")
+	}
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase)
+	assert.Contains(t, b.Status.Message, "bootstrap")
+
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	var kube []string
+	for range 2 {
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		w, _ := f.writes()
+		kube = append(kube, w...)
+	}
+	assert.Contains(t, kube, "apply jobs b-1", "the backup runs once the bootstrap succeeded")
+}
