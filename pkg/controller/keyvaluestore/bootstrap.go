@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -219,12 +220,35 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg+
 			"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}, nil
 	}
-	job, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, bootstrapJobName(kvs, attempt), bootstrapJob(kvs, from, attempt))
-	if err != nil {
+	name := bootstrapJobName(kvs, attempt)
+	running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", name, attempt))
+	// Attempt 1 is recorded before its Job exists: once a Job may have run,
+	// its loss must be seen (BootstrapJobLost), never taken for "not
+	// started yet". Later attempts follow a recorded failure already.
+	if previous == nil {
+		if err := c.recordBootstrap(ctx, kvs, running); err != nil {
+			return bootstrapState{}, err
+		}
+	}
+	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt)); err != nil {
+		if previous == nil {
+			// Refused (a quota, a policy): not started, so not lost.
+			waiting := cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job could not be created; retrying: "+err.Error())
+			err = errors.Join(err, c.recordBootstrap(ctx, kvs, waiting))
+		}
 		return bootstrapState{}, err
 	}
-	return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning,
-		fmt.Sprintf("bootstrap Job %s runs (attempt %d)", job.GetName(), attempt))}, nil
+	return bootstrapState{condition: running}, nil
+}
+
+// recordBootstrap writes the Bootstrapped condition now, ahead of the
+// pass's own status write.
+func (c *Controller) recordBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond *metav1.Condition) error {
+	return c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		meta.SetStatusCondition(&st.Conditions, *cond)
+		return st
+	})
 }
 
 // bootstrapSource is the backup a bootstrap restores (nil if none); reason

@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,8 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -334,4 +338,67 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 		kube = append(kube, w...)
 	}
 	assert.Contains(t, kube, "apply jobs b-1", "the backup runs once the bootstrap succeeded")
+}
+
+// The first bootstrap Job is recorded in status before it is created: if
+// the status write after its creation is lost (our etcd down, a failover)
+// and the Job finishes and is deleted (a TTL) before the next pass, the
+// store must not start attempt 1 again, a second restore over data written
+// since (found by review).
+func TestBootstrapIsRecordedBeforeItsJobStarts(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	f.refreshCache("ns")
+	lost := false
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		_, jobErr := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
+		if a.GetSubresource() != "status" || jobErr != nil || lost {
+			return false, nil, nil
+		}
+		lost = true
+		return true, nil, apierrors.NewServiceUnavailable("etcd down")
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.Error(t, err, "the status write after the Job's creation is lost")
+	require.True(t, lost)
+
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "attempt 1 is not started again")
+	assert.Equal(t, ReasonBootstrapJobLost, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
+
+// A refused Job (a quota, an admission policy) does not leave the store
+// looking as if its bootstrap had started: the next pass tries again.
+func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	f.refreshCache("ns")
+	refused := false
+	f.kube.PrependReactor("patch", "jobs", func(core.Action) (bool, runtime.Object, error) {
+		if refused {
+			return false, nil, nil
+		}
+		refused = true
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), bootstrapJobName(kvs, 1), errors.New("exceeded quota"))
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.Error(t, err)
+	require.True(t, refused)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1), "tried again")
+	assert.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
