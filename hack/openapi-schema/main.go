@@ -6,11 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/openapi"
+)
+
+const (
+	// modelPackage prefixes the model names of our types.
+	modelPackage = "io.kvstore."
+	// goPackage prefixes their Go paths.
+	goPackage = "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/"
 )
 
 func main() {
@@ -31,6 +40,15 @@ func run() error {
 			continue
 		}
 		schemas[name] = def.Schema
+	}
+	// applyconfiguration-gen looks our kinds up by their Go path, not by
+	// the model names they are served under (+k8s:openapi-model-package):
+	// without these aliases it finds no schema, and the generated Extract
+	// helpers treat every list as atomic and return other managers' fields.
+	for name := range defs {
+		if rest, ok := strings.CutPrefix(name, modelPackage); ok {
+			schemas[util.ToRESTFriendlyName(goPackage+rest)] = schemas[name]
+		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(&spec.Swagger{SwaggerProps: spec.SwaggerProps{
 		Swagger:     "2.0",

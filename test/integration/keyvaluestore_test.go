@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -402,6 +403,43 @@ func TestServerSideApply(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PhaseCreating, withStatus.Status.Phase)
 	assert.Equal(t, int32(5), *withStatus.Spec.Replicas)
+}
+
+// The generated Extract helpers return only what the field manager owns,
+// as client-go's do for built-in types: a controller that extracts its
+// status, changes it and applies it back must not take over another
+// manager's conditions (or, from metadata, the teardown finalizer). They
+// returned every condition while the client's schema was untyped (found by
+// review).
+func TestExtractReturnsOnlyTheManagersFields(t *testing.T) {
+	ctx := context.Background()
+	kvsClient := client.KvstoreV1alpha1().KeyValueStores(ns(t))
+	_, err := kvsClient.Apply(ctx, kvsapply.KeyValueStore("extract", ns(t)).WithSpec(kvsapply.KeyValueStoreSpec().WithImage("redis:7.2").WithReplicas(1)),
+		metav1.ApplyOptions{FieldManager: "alice"})
+	require.NoError(t, err)
+	condition := func(typ string) *metav1ac.ConditionApplyConfiguration {
+		return metav1ac.Condition().WithType(typ).WithStatus(metav1.ConditionTrue).WithReason("Test").WithMessage(typ).
+			WithLastTransitionTime(metav1.Now())
+	}
+	for manager, typ := range map[string]string{"ctrl-a": "Available", "ctrl-b": "Degraded"} {
+		_, err := kvsClient.ApplyStatus(ctx, kvsapply.KeyValueStore("extract", ns(t)).WithStatus(kvsapply.KeyValueStoreStatus().WithConditions(condition(typ))),
+			metav1.ApplyOptions{FieldManager: manager, Force: true})
+		require.NoError(t, err)
+	}
+	stored, err := kvsClient.Get(ctx, "extract", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, stored.Status.Conditions, 2)
+
+	mine, err := kvsapply.ExtractKeyValueStoreStatus(stored, "ctrl-a")
+	require.NoError(t, err)
+	require.NotNil(t, mine.Status)
+	require.Len(t, mine.Status.Conditions, 1, "only ctrl-a's condition")
+	assert.Equal(t, "Available", *mine.Status.Conditions[0].Type)
+
+	spec, err := kvsapply.ExtractKeyValueStore(stored, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, "redis:7.2", *spec.Spec.Image)
+	assert.Nil(t, spec.Status, "alice owns no status")
 }
 
 func TestStrictFieldValidation(t *testing.T) {

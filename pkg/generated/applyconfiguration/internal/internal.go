@@ -40,45 +40,622 @@ var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.kvstore-io.kvstore-apiserver.pkg.apis.kvstore.v1alpha1.KeyValueStore
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kvstore.v1alpha1.KeyValueStoreSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kvstore.v1alpha1.KeyValueStoreStatus
+      default: {}
 - name: com.github.kvstore-io.kvstore-apiserver.pkg.apis.kvstore.v1alpha1.KeyValueStoreBackup
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kvstore.v1alpha1.KeyValueStoreBackupSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kvstore.v1alpha1.KeyValueStoreBackupStatus
+      default: {}
 - name: com.github.kvstore-io.kvstore-apiserver.pkg.apis.kvstore.v1beta1.KeyValueStore
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kvstore.v1beta1.KeyValueStoreSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kvstore.v1beta1.KeyValueStoreStatus
+      default: {}
 - name: com.github.kvstore-io.kvstore-apiserver.pkg.apis.kvstore.v1beta1.KeyValueStoreBackup
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kvstore.v1beta1.KeyValueStoreBackupSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kvstore.v1beta1.KeyValueStoreBackupStatus
+      default: {}
+- name: io.k8s.apimachinery.pkg.api.resource.Quantity
   scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:
     elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: fieldsType
+      type:
+        scalar: string
+    - name: fieldsV1
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
+    - name: manager
+      type:
+        scalar: string
+    - name: operation
+      type:
+        scalar: string
+    - name: subresource
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: creationTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: deletionGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: deletionTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: finalizers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: generateName
+      type:
+        scalar: string
+    - name: generation
+      type:
+        scalar: numeric
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: managedFields
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+          elementRelationship: associative
+          keys:
+          - uid
+    - name: resourceVersion
+      type:
+        scalar: string
+    - name: selfLink
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: blockOwnerDeletion
+      type:
+        scalar: boolean
+    - name: controller
+      type:
+        scalar: boolean
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+  scalar: untyped
+- name: io.kvstore.v1alpha1.BackupSpec
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+      default: 600
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: image
+      type:
+        scalar: string
+      default: ""
+    - name: keep
+      type:
+        scalar: numeric
+      default: 7
+    - name: schedule
+      type:
+        scalar: string
+    - name: timeZone
+      type:
+        scalar: string
+- name: io.kvstore.v1alpha1.BootstrapSpec
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+      default: 600
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: fromBackup
+      type:
+        scalar: string
+    - name: image
+      type:
+        scalar: string
+      default: ""
+- name: io.kvstore.v1alpha1.KeyValueStoreBackupSpec
+  map:
+    fields:
+    - name: reason
+      type:
+        scalar: string
+      default: Manual
+    - name: storeName
+      type:
+        scalar: string
+      default: ""
+- name: io.kvstore.v1alpha1.KeyValueStoreBackupStatus
+  map:
+    fields:
+    - name: attempts
+      type:
+        scalar: numeric
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: jobName
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: phase
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.kvstore.v1alpha1.KeyValueStoreSpec
+  map:
+    fields:
+    - name: backup
+      type:
+        namedType: io.kvstore.v1alpha1.BackupSpec
+    - name: bootstrap
+      type:
+        namedType: io.kvstore.v1alpha1.BootstrapSpec
+    - name: image
+      type:
+        scalar: string
+      default: ""
+    - name: paused
+      type:
+        scalar: boolean
+    - name: persistentVolumeClaimRetentionPolicy
+      type:
+        namedType: io.kvstore.v1alpha1.PersistentVolumeClaimRetentionPolicy
+    - name: port
+      type:
+        scalar: numeric
+      default: 6379
+    - name: proxy
+      type:
+        namedType: io.kvstore.v1alpha1.ProxySpec
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 3
+    - name: storage
+      type:
+        namedType: io.kvstore.v1alpha1.StorageSpec
+      default: {}
+- name: io.kvstore.v1alpha1.KeyValueStoreStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: currentImage
+      type:
+        scalar: string
+    - name: lastBackupTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: nextBackupTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: phase
+      type:
+        scalar: string
+    - name: proxyReadyReplicas
+      type:
+        scalar: numeric
+    - name: readyReplicas
+      type:
+        scalar: numeric
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: selector
+      type:
+        scalar: string
+    - name: updatedReplicas
+      type:
+        scalar: numeric
+- name: io.kvstore.v1alpha1.PersistentVolumeClaimRetentionPolicy
+  map:
+    fields:
+    - name: whenDeleted
+      type:
+        scalar: string
+      default: Retain
+- name: io.kvstore.v1alpha1.ProxySpec
+  map:
+    fields:
+    - name: image
+      type:
+        scalar: string
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kvstore.v1alpha1.StorageSpec
+  map:
+    fields:
+    - name: size
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: storageClassName
+      type:
+        scalar: string
+- name: io.kvstore.v1beta1.BackupSpec
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+      default: 600
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: image
+      type:
+        scalar: string
+      default: ""
+    - name: keep
+      type:
+        scalar: numeric
+      default: 7
+    - name: schedule
+      type:
+        scalar: string
+    - name: timeZone
+      type:
+        scalar: string
+- name: io.kvstore.v1beta1.BootstrapSpec
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+      default: 600
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: fromBackup
+      type:
+        scalar: string
+    - name: image
+      type:
+        scalar: string
+      default: ""
+- name: io.kvstore.v1beta1.KeyValueStoreBackupSpec
+  map:
+    fields:
+    - name: reason
+      type:
+        scalar: string
+      default: Manual
+    - name: storeName
+      type:
+        scalar: string
+      default: ""
+- name: io.kvstore.v1beta1.KeyValueStoreBackupStatus
+  map:
+    fields:
+    - name: attempts
+      type:
+        scalar: numeric
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: jobName
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: phase
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.kvstore.v1beta1.KeyValueStoreSpec
+  map:
+    fields:
+    - name: backup
+      type:
+        namedType: io.kvstore.v1beta1.BackupSpec
+    - name: bootstrap
+      type:
+        namedType: io.kvstore.v1beta1.BootstrapSpec
+    - name: image
+      type:
+        scalar: string
+      default: ""
+    - name: paused
+      type:
+        scalar: boolean
+    - name: persistentVolumeClaimRetentionPolicy
+      type:
+        namedType: io.kvstore.v1beta1.PersistentVolumeClaimRetentionPolicy
+    - name: port
+      type:
+        scalar: numeric
+      default: 6379
+    - name: proxy
+      type:
+        namedType: io.kvstore.v1beta1.ProxySpec
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 3
+    - name: storage
+      type:
+        namedType: io.kvstore.v1beta1.StorageSpec
+      default: {}
+- name: io.kvstore.v1beta1.KeyValueStoreStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: lastBackupTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: nextBackupTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: phase
+      type:
+        scalar: string
+    - name: proxyReadyReplicas
+      type:
+        scalar: numeric
+    - name: readyReplicas
+      type:
+        scalar: numeric
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: selector
+      type:
+        scalar: string
+    - name: updatedReplicas
+      type:
+        scalar: numeric
+- name: io.kvstore.v1beta1.PersistentVolumeClaimRetentionPolicy
+  map:
+    fields:
+    - name: whenDeleted
+      type:
+        scalar: string
+      default: Retain
+- name: io.kvstore.v1beta1.ProxySpec
+  map:
+    fields:
+    - name: image
+      type:
+        scalar: string
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kvstore.v1beta1.StorageSpec
+  map:
+    fields:
+    - name: capacity
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: storageClassName
+      type:
+        scalar: string
 - name: __untyped_atomic_
   scalar: untyped
   list:
