@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -322,4 +324,51 @@ func TestStorageVersionFlag(t *testing.T) {
 	a, err := c.KvstoreV1alpha1().KeyValueStores("default").Get(ctx, "rolling", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2Gi", a.Spec.Storage.VolumeSize.String())
+}
+
+// A store whose size was stored before the quantity guard existed
+// (1e2147483647) cannot have its whole object sent back: the guard refuses
+// the size before decoding. Its status is still written by a JSON patch of
+// /status, which carries no size, with the resourceVersion as precondition:
+// the controller's fallback (updateStatus), without which such a store's
+// status never changed and a teardown with spec.backup waited forever.
+func TestStatusOfAStoreWithASizeFromBeforeTheGuard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prefix := fmt.Sprintf("/registry/kvstore.io-absurd-%d", time.Now().UnixNano())
+	ec, err := etcd.Client()
+	require.NoError(t, err)
+	defer ec.Close()
+	old := oldStore("legacy", "absurd")
+	old.Spec.Storage.VolumeSize = resource.MustParse("1e2147483647")
+	putOld(t, ec, prefix+"/keyvaluestores/legacy/absurd", old, runtime.ContentTypeProtobuf)
+
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+	srv, err := framework.StartAPIServer(ctx, etcd.URL, prefix)
+	require.NoError(t, err)
+	defer srv.Stop()
+	stores := versioned.NewForConfigOrDie(srv.Config).KvstoreV1alpha1().KeyValueStores("legacy")
+	got, err := stores.Get(ctx, "absurd", metav1.GetOptions{})
+	require.NoError(t, err)
+	size := got.Spec.Storage.VolumeSize.String()
+
+	got.Status.Phase = v1alpha1.PhaseTerminating
+	_, err = stores.UpdateStatus(ctx, got, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "the whole object is refused for its size: %v", err)
+
+	patch := func(rv string) error {
+		body, err := json.Marshal([]map[string]any{
+			{"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
+			{"op": "replace", "path": "/status", "value": got.Status},
+		})
+		require.NoError(t, err)
+		_, err = stores.Patch(ctx, "absurd", types.JSONPatchType, body, metav1.PatchOptions{}, "status")
+		return err
+	}
+	require.NoError(t, patch(got.ResourceVersion))
+	now, err := stores.Get(ctx, "absurd", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseTerminating, now.Status.Phase)
+	assert.Equal(t, size, now.Spec.Storage.VolumeSize.String(), "the stored size is left as it was")
+	assert.True(t, apierrors.IsConflict(patch(got.ResourceVersion)), "a stale resourceVersion is a conflict, as for an update")
 }

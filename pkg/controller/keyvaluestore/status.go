@@ -2,8 +2,11 @@ package keyvaluestore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	kvstorev1alpha1client "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1"
 )
 
 // Condition reasons.
@@ -147,6 +152,9 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		next := kvs.DeepCopy()
 		next.Status = st
 		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+		if storedSizeRefused(err) {
+			updated, err = patchStatus(ctx, client, next)
+		}
 		if apierrors.IsConflict(err) {
 			fresh, getErr := client.Get(ctx, kvs.Name, metav1.GetOptions{})
 			switch {
@@ -166,6 +174,33 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		*kvs = *updated
 		return nil
 	})
+}
+
+// storedSizeRefused: the server refused the whole object for its size
+// before decoding it. Only a size stored before that guard existed gets
+// there, sent back unchanged (the controller never writes spec).
+func storedSizeRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool {
+		return strings.HasPrefix(c.Field, "spec.storage.")
+	})
+}
+
+// patchStatus writes next's status as a JSON patch of /status, which
+// carries no size, with next's resourceVersion as precondition (a conflict,
+// as for an update).
+func patchStatus(ctx context.Context, client kvstorev1alpha1client.KeyValueStoreInterface, next *v1alpha1.KeyValueStore) (*v1alpha1.KeyValueStore, error) {
+	body, err := json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": next.ResourceVersion},
+		{"op": "replace", "path": "/status", "value": next.Status},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return client.Patch(ctx, next.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
 }
 
 // recordPhaseChange tells `kubectl describe` the store's story: one event

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -120,4 +121,29 @@ func TestUpdateStatusNeverSwitchesToAnotherStore(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, old.UID, stale.UID, "the caller keeps the store it was working on")
 	assert.Empty(t, f.stored(recreated).Status.Phase, "the recreated store's status is not written")
+}
+
+// A store whose size was stored before the quantity guard existed is
+// refused (422 on its size) when its whole object is sent back: its status
+// goes as a JSON patch of /status instead. Before, its status never changed
+// and a teardown waiting on it (the final backup's outcome) waited forever
+// (found by review).
+func TestStatusOfAStoreWithASizeFromBeforeTheGuard(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore").GroupKind(), "s", field.ErrorList{
+			field.Invalid(field.NewPath("spec", "storage", "size"), "10e2147483646", "the exponent must be between -1000 and 1000")})
+	})
+	err := f.c.updateStatus(context.Background(), kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		st.Phase = v1alpha1.PhaseTerminating
+		return st
+	})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseTerminating, f.stored(kvs).Status.Phase)
+	assert.Equal(t, v1alpha1.PhaseTerminating, kvs.Status.Phase, "the caller sees what was written")
 }
