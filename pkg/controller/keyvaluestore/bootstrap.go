@@ -2,7 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -107,8 +109,11 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	}
 	latest := jobs[len(jobs)-1]
 	if !jobCondition(latest, batchv1.JobFailed) {
-		return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning,
-			fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))}, nil
+		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))
+		if ptr.Deref(latest.Spec.Suspend, false) {
+			return c.releaseBootstrap(ctx, kvs, latest, running)
+		}
+		return bootstrapState{condition: running}, nil
 	}
 	attempt := attemptOf(latest)
 	if attempt >= bootstrapAttemptLimit {
@@ -162,8 +167,9 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 		if gone, err := c.bootstrapJobsGone(ctx, kvs); err != nil || !gone {
 			return bootstrapState{}, false, err
 		}
-		if st, ok, err := c.recordedSince(ctx, kvs, recorded, cond); err != nil || ok {
-			return st, true, err
+		st, lost, err := c.recordedSince(ctx, kvs, cond)
+		if err != nil || !lost {
+			return st, err != nil || st.done || st.failed, err
 		}
 	default:
 		return bootstrapState{}, false, nil
@@ -173,11 +179,12 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 			"To keep the data as it is, recreate the store without spec.bootstrap (its claims are kept unless whenDeleted is Delete); to bootstrap again, delete the store and its claims and create it again")}, true, nil
 }
 
-// recordedSince reads the store from the server: an outcome recorded there
-// that the cache has not seen yet (a success, a failure for good) stands,
-// and must not be overwritten by a decision taken on the cache's copy.
-func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueStore, recorded *metav1.Condition,
-	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (bootstrapState, bool, error) {
+// recordedSince reads the store from the server, whose record decides, not
+// the cache's: lost when it says the bootstrap started (its Jobs are gone);
+// otherwise the state it records (a success, a failure for good), or none
+// (not started: a Job may start).
+func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueStore,
+	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (st bootstrapState, lost bool, err error) {
 	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
 	if err != nil {
 		return bootstrapState{}, false, fmt.Errorf("read store %s: %w", kvs.Name, err)
@@ -187,12 +194,14 @@ func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueSt
 	}
 	now := meta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionBootstrapped)
 	switch {
-	case now == nil || now.Reason == recorded.Reason:
+	case now == nil:
 		return bootstrapState{}, false, nil
+	case now.Reason == ReasonBootstrapRunning || now.Reason == ReasonBootstrapRetrying:
+		return bootstrapState{}, true, nil
 	case now.Status == metav1.ConditionTrue:
-		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, now.Message)}, true, nil
+		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, now.Message)}, false, nil
 	case failedForGood(now.Reason):
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, now.Reason, now.Message)}, true, nil
+		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, now.Reason, now.Message)}, false, nil
 	}
 	return bootstrapState{}, false, nil
 }
@@ -221,34 +230,40 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 			"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}, nil
 	}
 	name := bootstrapJobName(kvs, attempt)
-	running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", name, attempt))
-	// Attempt 1 is recorded before its Job exists: once a Job may have run,
-	// its loss must be seen (BootstrapJobLost), never taken for "not
-	// started yet". Later attempts follow a recorded failure already.
-	if previous == nil {
-		if err := c.recordBootstrap(ctx, kvs, running); err != nil {
-			return bootstrapState{}, err
-		}
-	}
-	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt)); err != nil {
-		if previous == nil {
-			// Refused (a quota, a policy): not started, so not lost.
-			waiting := cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job could not be created; retrying: "+err.Error())
-			err = errors.Join(err, c.recordBootstrap(ctx, kvs, waiting))
-		}
+	// Attempt 1's Job is created suspended and runs only once the status
+	// says it started (releaseBootstrap): a Job gone before that never ran
+	// and may start again, one gone after is lost (BootstrapJobLost), even
+	// if the status write after its creation failed. Later attempts follow
+	// a recorded failure, which says as much already.
+	suspend := previous == nil && !recordedRunning(kvs)
+	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt, suspend)); err != nil {
 		return bootstrapState{}, err
 	}
-	return bootstrapState{condition: running}, nil
+	return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", name, attempt))}, nil
 }
 
-// recordBootstrap writes the Bootstrapped condition now, ahead of the
-// pass's own status write.
-func (c *Controller) recordBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond *metav1.Condition) error {
-	return c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		st := *k.Status.DeepCopy()
-		meta.SetStatusCondition(&st.Conditions, *cond)
-		return st
-	})
+// recordedRunning: the status (as this pass read it) says the bootstrap
+// Job of attempt 1 started.
+func recordedRunning(kvs *v1alpha1.KeyValueStore) bool {
+	c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	return c != nil && c.Reason == ReasonBootstrapRunning
+}
+
+// releaseBootstrap lets a suspended bootstrap Job run once the status says
+// it started; until then it looks again shortly (its own status write does
+// not bring the store back).
+func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, job *batchv1.Job, running *metav1.Condition) (bootstrapState, error) {
+	if !recordedRunning(kvs) {
+		return bootstrapState{condition: running, requeueAfter: time.Second}, nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": job.UID}, "spec": map[string]any{"suspend": false}})
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return bootstrapState{}, fmt.Errorf("start bootstrap Job %s: %w", job.Name, err)
+	}
+	return bootstrapState{condition: running}, nil
 }
 
 // bootstrapSource is the backup a bootstrap restores (nil if none); reason
@@ -259,8 +274,17 @@ func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValue
 	if name == "" {
 		return nil, "", "", nil
 	}
+	restorable := func(b *v1alpha1.KeyValueStoreBackup) bool {
+		want := ""
+		if previous != nil {
+			want = previous.Annotations[backupUIDAnnotation]
+		}
+		return b.Status.Phase == v1alpha1.BackupPhaseCompleted && (want == "" || want == string(b.UID))
+	}
 	b, err := c.backups.KeyValueStoreBackups(kvs.Namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	if err != nil || !restorable(b) {
+		// The verdict fails the store for good: only the server's word,
+		// not a cache that may lag, can give it.
 		b, err = c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
 	}
 	switch {

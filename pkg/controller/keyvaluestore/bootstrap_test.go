@@ -340,12 +340,13 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 	assert.Contains(t, kube, "apply jobs b-1", "the backup runs once the bootstrap succeeded")
 }
 
-// The first bootstrap Job is recorded in status before it is created: if
-// the status write after its creation is lost (our etcd down, a failover)
-// and the Job finishes and is deleted (a TTL) before the next pass, the
-// store must not start attempt 1 again, a second restore over data written
-// since (found by review).
-func TestBootstrapIsRecordedBeforeItsJobStarts(t *testing.T) {
+// Attempt 1's Job is created suspended and released only once the status
+// says the bootstrap started. So if the status write after its creation is
+// lost (our etcd down, a failover), a Job that ran and was deleted (a TTL)
+// before the next pass is still seen as lost, never started again over
+// data written since; and a Job deleted before its release never ran and
+// may start again (found by review).
+func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 	kvs := newStore(withBootstrap(""))
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
@@ -363,16 +364,61 @@ func TestBootstrapIsRecordedBeforeItsJobStarts(t *testing.T) {
 	})
 	_, err = f.sync(f.stored(kvs))
 	require.Error(t, err, "the status write after the Job's creation is lost")
-	require.True(t, lost)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, *job.Spec.Suspend, "created suspended")
 
-	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
-	f.deleteJob(bootstrapJobName(kvs, 1))
+	// Not recorded yet: it stays suspended; the record comes first.
+	f.refreshCache("ns")
+	res, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "patch jobs")
+	assert.Positive(t, res.requeueAfter, "looks again to release it")
+	require.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+
+	// Recorded: released.
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	kube, _ := f.writes()
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "patch jobs "+bootstrapJobName(kvs, 1))
+	job, err = f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, *job.Spec.Suspend)
+
+	// It ran and is gone before its outcome was recorded: lost, not rerun.
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
 	assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "attempt 1 is not started again")
 	assert.Equal(t, ReasonBootstrapJobLost, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
+
+// A suspended Job deleted before its release never ran: the bootstrap
+// starts again.
+func TestBootstrapJobDeletedBeforeItsReleaseStartsAgain(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs)) // created suspended, recorded Running
+	require.NoError(t, err)
+	stale := f.stored(kvs)
+	stale.Status.Conditions = nil // the cache has not seen the record
+	f.cache(stale)
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
+		return true, stale, nil // nor has the server: the record was lost
+	})
+	_, err = f.sync(stale)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1), "it never ran: start again")
 }
 
 // A refused Job (a quota, an admission policy) does not leave the store
@@ -401,4 +447,24 @@ func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1), "tried again")
 	assert.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
+
+// A cache that still shows the backup Running (a relist, a lag) does not
+// fail the store for good: the server's copy, Completed, decides (found by
+// review).
+func TestBootstrapSourceVerdictComesFromTheServer(t *testing.T) {
+	kvs := newStore(withBootstrap("nightly"))
+	f := newFixture(t, kvs, completedBackup("nightly"))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	f.cache(newBackup("nightly", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Spec.StoreName = "old"
+		b.Status.Phase = v1alpha1.BackupPhaseRunning
+	}))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1))
+	assert.NotEqual(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
 }

@@ -69,7 +69,7 @@ func TestDerivedNamesFitForTheLongestAcceptedName(t *testing.T) {
 				assert.NotEqual(t, backupJobName(b, 1), backupJobName(b, 2))
 			}
 			for _, attempt := range []int{1, 99, 100000} {
-				job := *bootstrapJob(kvs, nil, attempt).Name
+				job := *bootstrapJob(kvs, nil, attempt, false).Name
 				check("bootstrap Job and its job-name label", job, dns1123, label)
 				check("bootstrap Pod", job+"-"+suffix5, subdomain)
 			}
@@ -77,7 +77,7 @@ func TestDerivedNamesFitForTheLongestAcceptedName(t *testing.T) {
 				labelsFor(kvs, ComponentData), labelsFor(kvs, ComponentProxy), labelsFor(kvs, ComponentBackup),
 				statefulSet(kvs, 1).Spec.Template.Labels, proxyDeployment(kvs, 1).Spec.Template.Labels,
 				backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1).Spec.Template.Labels,
-				bootstrapJob(kvs, nil, 1).Spec.Template.Labels,
+				bootstrapJob(kvs, nil, 1, false).Spec.Template.Labels,
 			} {
 				for k, v := range labels {
 					check("label "+k, v, label)

@@ -247,8 +247,9 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 		WithSpec(jobSpec(labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
 }
 
-// bootstrapJob runs attempt n of the store's bootstrap; the store controls it.
-func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int) *batchv1ac.JobApplyConfiguration {
+// bootstrapJob runs attempt n of the store's bootstrap; the store controls
+// it. A suspended Job starts no Pod until it is released.
+func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int, suspend bool) *batchv1ac.JobApplyConfiguration {
 	spec := kvs.Spec.Bootstrap
 	env := storeEnv(kvs)
 	annotations := map[string]string{attemptAnnotation: strconv.Itoa(attempt)}
@@ -262,7 +263,7 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 		WithLabels(labelsFor(kvs, ComponentBootstrap)).
 		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
+		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
 }
 
 // podDNSNames are the stable names of the data replicas.

@@ -91,7 +91,7 @@ func TestBackupJobContract(t *testing.T) {
 func TestBootstrapJobContract(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "restore:1", Command: []string{"/restore"}, FromBackup: "nightly"}
-	job := bootstrapJob(kvs, newBackup("nightly", v1alpha1.BackupReasonScheduled, func(b *v1alpha1.KeyValueStoreBackup) { b.Spec.StoreName = "old" }), 1)
+	job := bootstrapJob(kvs, newBackup("nightly", v1alpha1.BackupReasonScheduled, func(b *v1alpha1.KeyValueStoreBackup) { b.Spec.StoreName = "old" }), 1, false)
 	assert.Equal(t, "s-bootstrap-1", *job.Name)
 	assert.Equal(t, "KeyValueStore", *job.OwnerReferences[0].Kind)
 	assert.Equal(t, int64(600), *job.Spec.ActiveDeadlineSeconds)

@@ -200,7 +200,9 @@ func (t *teardownRun) clientServiceGone() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return !ours(svc, t.kvs), nil
+	// Being deleted counts: a finalizer someone put on the Service (a load
+	// balancer's cleanup) must not hold the teardown.
+	return !ours(svc, t.kvs) || svc.DeletionTimestamp != nil, nil
 }
 
 func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error) {
