@@ -221,13 +221,21 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 // bootstrapRunning is a store whose data tier is ready and whose first
 // bootstrap Job runs, with the cache up to date.
 func bootstrapRunning(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+	f, kvs := bootstrapReady(t)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	return f, kvs
+}
+
+// bootstrapReady is a store with a bootstrap whose data tier is ready and
+// no bootstrap Job yet, with the cache up to date.
+func bootstrapReady(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
 	kvs := newStore(withBootstrap(""))
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	f.markReady(kvs)
-	_, err = f.sync(f.stored(kvs))
-	require.NoError(t, err)
 	f.refreshCache("ns")
 	return f, kvs
 }
@@ -347,12 +355,7 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 // data written since; and a Job deleted before its release never ran and
 // may start again (found by review).
 func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	f.refreshCache("ns")
+	f, kvs := bootstrapReady(t)
 	lost := false
 	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
 		_, jobErr := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
@@ -362,7 +365,7 @@ func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 		lost = true
 		return true, nil, apierrors.NewServiceUnavailable("etcd down")
 	})
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.Error(t, err, "the status write after the Job's creation is lost")
 	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
 	require.NoError(t, err)
@@ -400,13 +403,8 @@ func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 // A suspended Job deleted before its release never ran: the bootstrap
 // starts again.
 func TestBootstrapJobDeletedBeforeItsReleaseStartsAgain(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	f.refreshCache("ns")
-	_, err = f.sync(f.stored(kvs)) // created suspended, recorded Running
+	f, kvs := bootstrapReady(t)
+	_, err := f.sync(f.stored(kvs)) // created suspended, recorded Running
 	require.NoError(t, err)
 	stale := f.stored(kvs)
 	stale.Status.Conditions = nil // the cache has not seen the record
@@ -424,12 +422,7 @@ func TestBootstrapJobDeletedBeforeItsReleaseStartsAgain(t *testing.T) {
 // A refused Job (a quota, an admission policy) does not leave the store
 // looking as if its bootstrap had started: the next pass tries again.
 func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	f.refreshCache("ns")
+	f, kvs := bootstrapReady(t)
 	refused := false
 	f.kube.PrependReactor("patch", "jobs", func(core.Action) (bool, runtime.Object, error) {
 		if refused {
@@ -438,7 +431,7 @@ func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
 		refused = true
 		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), bootstrapJobName(kvs, 1), errors.New("exceeded quota"))
 	})
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.Error(t, err)
 	require.True(t, refused)
 	f.refreshCache("ns")
