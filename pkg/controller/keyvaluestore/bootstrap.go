@@ -21,7 +21,10 @@ import (
 
 // Reasons of the Bootstrapped condition.
 const (
-	ReasonBootstrapRunning   = "BootstrapRunning"
+	ReasonBootstrapRunning = "BootstrapRunning"
+	// ReasonBootstrapStarting: attempt 1's Job exists, suspended: it has
+	// not run, and is released once BootstrapRunning is recorded.
+	ReasonBootstrapStarting  = "BootstrapStarting"
 	ReasonBootstrapSucceeded = "BootstrapSucceeded"
 	ReasonBootstrapRetrying  = "BootstrapAttemptFailed"
 	ReasonBootstrapFailed    = "BootstrapFailed"
@@ -110,8 +113,10 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	latest := jobs[len(jobs)-1]
 	if !jobCondition(latest, batchv1.JobFailed) {
 		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))
-		if ptr.Deref(latest.Spec.Suspend, false) {
-			return c.releaseBootstrap(ctx, kvs, latest, running)
+		if heldByUs(latest) {
+			if err := c.releaseBootstrap(ctx, kvs, latest, running); err != nil {
+				return bootstrapState{}, err
+			}
 		}
 		return bootstrapState{condition: running}, nil
 	}
@@ -140,6 +145,25 @@ func bootstrapUndecided(kvs *v1alpha1.KeyValueStore) bool {
 	return c == nil || (c.Status != metav1.ConditionTrue && !failedForGood(c.Reason))
 }
 
+// recordedBootstrap is where the bootstrap stands by the store's status
+// alone, for a paused store (nothing starts or is released while paused).
+// A bootstrap that failed for good stays Failed.
+func recordedBootstrap(kvs *v1alpha1.KeyValueStore) bootstrapState {
+	if kvs.Spec.Bootstrap == nil {
+		return bootstrapState{done: true}
+	}
+	rec := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
+	switch {
+	case rec == nil:
+		return bootstrapState{}
+	case rec.Status == metav1.ConditionTrue:
+		return bootstrapState{done: true, condition: rec}
+	case failedForGood(rec.Reason):
+		return bootstrapState{failed: true, condition: rec}
+	}
+	return bootstrapState{condition: rec}
+}
+
 // failedForGood are the Bootstrapped reasons after which no bootstrap Job
 // starts again. Recorded once, they stay: by then the store may have served
 // clients, and a restore started later would overwrite what they wrote.
@@ -164,8 +188,13 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 	}
 	switch recorded.Reason {
 	case ReasonBootstrapRunning, ReasonBootstrapRetrying:
-		if gone, err := c.bootstrapJobsGone(ctx, kvs); err != nil || !gone {
-			return bootstrapState{}, false, err
+		gone, err := c.bootstrapJobsGone(ctx, kvs)
+		if err != nil {
+			return bootstrapState{}, true, err
+		}
+		if !gone {
+			// A Job the cache has not seen yet: wait for it, decide nothing.
+			return bootstrapState{requeueAfter: time.Second}, true, nil
 		}
 		st, lost, err := c.recordedSince(ctx, kvs, cond)
 		if err != nil || !lost {
@@ -230,40 +259,51 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 			"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}, nil
 	}
 	name := bootstrapJobName(kvs, attempt)
-	// Attempt 1's Job is created suspended and runs only once the status
-	// says it started (releaseBootstrap): a Job gone before that never ran
-	// and may start again, one gone after is lost (BootstrapJobLost), even
-	// if the status write after its creation failed. Later attempts follow
-	// a recorded failure, which says as much already.
-	suspend := previous == nil && !recordedRunning(kvs)
-	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt, suspend)); err != nil {
+	// Attempt 1's Job is created suspended (BootstrapStarting: it cannot
+	// have run) and released only right after BootstrapRunning is recorded
+	// (releaseBootstrap). A Job gone while the status says Starting never
+	// ran and may start again; one gone while it says Running may have run,
+	// and is lost. Later attempts follow a recorded failure, which says as
+	// much already.
+	first := previous == nil
+	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt, first)); err != nil {
 		return bootstrapState{}, err
+	}
+	if first {
+		return bootstrapState{requeueAfter: time.Second, condition: cond(metav1.ConditionFalse, ReasonBootstrapStarting,
+			fmt.Sprintf("bootstrap Job %s created; it starts once this is recorded", name))}, nil
 	}
 	return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", name, attempt))}, nil
 }
 
-// recordedRunning: the status (as this pass read it) says the bootstrap
-// Job of attempt 1 started.
-func recordedRunning(kvs *v1alpha1.KeyValueStore) bool {
-	c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
-	return c != nil && c.Reason == ReasonBootstrapRunning
+// heldByUs: attempt 1's Job as startBootstrap created it, suspended and
+// never started. A Job suspended by anyone else, or once it ran, is not
+// ours to release: resuming it would restart its restore from the start.
+func heldByUs(job *batchv1.Job) bool {
+	return attemptOf(job) == 1 && ptr.Deref(job.Spec.Suspend, false) && job.Status.StartTime == nil
 }
 
-// releaseBootstrap lets a suspended bootstrap Job run once the status says
-// it started; until then it looks again shortly (its own status write does
-// not bring the store back).
-func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, job *batchv1.Job, running *metav1.Condition) (bootstrapState, error) {
-	if !recordedRunning(kvs) {
-		return bootstrapState{condition: running, requeueAfter: time.Second}, nil
+// releaseBootstrap records BootstrapRunning, and only then lets the held
+// Job run, in the same pass: the record comes first, so a Job that may
+// have run is never taken for one that did not.
+func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, job *batchv1.Job, running *metav1.Condition) error {
+	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
+	if err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		meta.SetStatusCondition(&st.Conditions, *running)
+		return st
+	}); err != nil {
+		return err
 	}
+	c.recordBootstrapEvent(kvs, before, running)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": job.UID}, "spec": map[string]any{"suspend": false}})
 	if err != nil {
-		return bootstrapState{}, err
+		return err
 	}
 	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return bootstrapState{}, fmt.Errorf("start bootstrap Job %s: %w", job.Name, err)
+		return fmt.Errorf("start bootstrap Job %s: %w", job.Name, err)
 	}
-	return bootstrapState{condition: running}, nil
+	return nil
 }
 
 // bootstrapSource is the backup a bootstrap restores (nil if none); reason
@@ -314,7 +354,7 @@ func (c *Controller) recordBootstrapEvent(kvs *v1alpha1.KeyValueStore, before, a
 		return
 	}
 	eventType := corev1.EventTypeNormal
-	if after.Reason != ReasonBootstrapRunning && after.Reason != ReasonBootstrapSucceeded && after.Reason != ReasonWaitingForDataTier {
+	if after.Reason != ReasonBootstrapStarting && after.Reason != ReasonBootstrapRunning && after.Reason != ReasonBootstrapSucceeded && after.Reason != ReasonWaitingForDataTier {
 		eventType = corev1.EventTypeWarning
 	}
 	c.recorder.Event(kvs, eventType, after.Reason, after.Message)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -222,9 +223,14 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 // bootstrap Job runs, with the cache up to date.
 func bootstrapRunning(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
 	f, kvs := bootstrapReady(t)
-	_, err := f.sync(f.stored(kvs))
+	for range 2 { // created suspended, then released
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
 	require.NoError(t, err)
-	f.refreshCache("ns")
+	require.False(t, *job.Spec.Suspend, "released")
 	return f, kvs
 }
 
@@ -348,12 +354,11 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 	assert.Contains(t, kube, "apply jobs b-1", "the backup runs once the bootstrap succeeded")
 }
 
-// Attempt 1's Job is created suspended and released only once the status
-// says the bootstrap started. So if the status write after its creation is
-// lost (our etcd down, a failover), a Job that ran and was deleted (a TTL)
-// before the next pass is still seen as lost, never started again over
-// data written since; and a Job deleted before its release never ran and
-// may start again (found by review).
+// Attempt 1's Job is created suspended (BootstrapStarting) and released
+// only right after BootstrapRunning is recorded. So a Job that ran and was
+// deleted (a TTL) before its outcome was recorded is lost, never started
+// again over data written since, even if the status write after its
+// creation was lost (our etcd down, a failover) (found by review).
 func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 	f, kvs := bootstrapReady(t)
 	lost := false
@@ -371,28 +376,24 @@ func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, *job.Spec.Suspend, "created suspended")
 
-	// Not recorded yet: it stays suspended; the record comes first.
-	f.refreshCache("ns")
-	res, err := f.sync(f.stored(kvs))
-	require.NoError(t, err)
-	kube, _ := f.writes()
-	assert.NotContains(t, strings.Join(kube, " "), "patch jobs")
-	assert.Positive(t, res.requeueAfter, "looks again to release it")
-	require.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
-
-	// Recorded: released.
+	// Released only once Running is recorded.
+	var recordedAtRelease string
+	f.kube.PrependReactor("patch", "jobs", func(core.Action) (bool, runtime.Object, error) {
+		recordedAtRelease = meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason
+		return false, nil, nil
+	})
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	kube, _ = f.writes()
+	kube, _ := f.writes()
 	assert.Contains(t, kube, "patch jobs "+bootstrapJobName(kvs, 1))
-	job, err = f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.False(t, *job.Spec.Suspend)
+	assert.Equal(t, ReasonBootstrapRunning, recordedAtRelease, "recorded before the release")
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Normal BootstrapRunning")
 
 	// It ran and is gone before its outcome was recorded: lost, not rerun.
 	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
 	f.deleteJob(bootstrapJobName(kvs, 1))
+	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ = f.writes()
@@ -400,23 +401,59 @@ func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 	assert.Equal(t, ReasonBootstrapJobLost, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
-// A suspended Job deleted before its release never ran: the bootstrap
-// starts again.
+// A suspended Job deleted before its release (the store paused meanwhile,
+// say) never ran: the bootstrap starts again.
 func TestBootstrapJobDeletedBeforeItsReleaseStartsAgain(t *testing.T) {
 	f, kvs := bootstrapReady(t)
-	_, err := f.sync(f.stored(kvs)) // created suspended, recorded Running
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	stale := f.stored(kvs)
-	stale.Status.Conditions = nil // the cache has not seen the record
-	f.cache(stale)
+	require.Equal(t, ReasonBootstrapStarting, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	f.refreshCache("ns")
 	f.deleteJob(bootstrapJobName(kvs, 1))
-	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
-		return true, stale, nil // nor has the server: the record was lost
-	})
-	_, err = f.sync(stale)
+	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1), "it never ran: start again")
+}
+
+// A Job suspended by someone else once it ran is not resumed by us: that
+// would start its restore again from the beginning.
+func TestBootstrapReleasesOnlyItsOwnHeldJob(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	job.Spec.Suspend = ptr.To(true)
+	job.Status.StartTime = ptr.To(metav1.NewTime(testNow))
+	_, err = f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, strings.Join(kube, " "), "patch jobs")
+}
+
+// Pausing a store whose bootstrap failed for good keeps it Failed (found
+// by review: the phase went back to Bootstrapping).
+func TestPausedStoreKeepsItsFailedBootstrap(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
+
+	paused := f.stored(kvs)
+	paused.Spec.Paused = true
+	paused.Generation++
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), paused, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	st := f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+	assert.Equal(t, ReasonBootstrapJobLost, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
 // A refused Job (a quota, an admission policy) does not leave the store
@@ -439,7 +476,7 @@ func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1), "tried again")
-	assert.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	assert.Equal(t, ReasonBootstrapStarting, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
 // A cache that still shows the backup Running (a relist, a lag) does not

@@ -61,7 +61,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	sts, proxy := c.ownedStatefulSet(kvs), c.ownedProxy(kvs)
 	var applyErr error
 	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
-	boot := bootstrapState{done: kvs.Spec.Bootstrap == nil || meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)}
+	boot := recordedBootstrap(kvs)
 	if !kvs.Spec.Paused {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
 	}
