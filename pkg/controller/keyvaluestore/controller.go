@@ -486,9 +486,13 @@ type result struct {
 	requeueAfter time.Duration
 }
 
-// sooner is the earlier of two requeues (zero: none).
+// sooner is the earlier of two requeues; zero or less is none (a negative
+// one must never win over a real wait and then be dropped).
 func (r result) sooner(o result) result {
-	if r.requeueAfter == 0 || (o.requeueAfter > 0 && o.requeueAfter < r.requeueAfter) {
+	switch {
+	case o.requeueAfter <= 0:
+		return result{requeueAfter: max(r.requeueAfter, 0)}
+	case r.requeueAfter <= 0 || o.requeueAfter < r.requeueAfter:
 		return o
 	}
 	return r

@@ -162,7 +162,14 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 			return result{requeueAfter: time.Second}, nil
 		}
 	}
+	restoring, err := c.backupsBeingRestored(ctx, kvs.Namespace)
+	if err != nil {
+		return result{}, err
+	}
 	for _, b := range plan.prune {
+		if restoring[b.Name] {
+			continue // a store restores from it; a later pass prunes it
+		}
 		err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &b.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -173,8 +180,28 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		return result{}, nil
 	}
 	// A second late rather than early: a requeue that lands before the slot
-	// would find nothing due and wait a whole period.
-	return result{requeueAfter: plan.next.Sub(c.now().Time) + time.Second}, nil
+	// would find nothing due and wait a whole period. A pass that ended
+	// after the slot it planned for looks again in a second.
+	return result{requeueAfter: max(plan.next.Sub(c.now().Time), 0) + time.Second}, nil
+}
+
+// backupsBeingRestored are the backups of the namespace that a store's
+// bootstrap, not yet decided, restores from (spec.bootstrap.fromBackup):
+// pruning must not take the data a restore is about to read. Listed from
+// the server, not the cache: a store just created may restore from the
+// oldest backup kept.
+func (c *Controller) backupsBeingRestored(ctx context.Context, namespace string) (map[string]bool, error) {
+	stores, err := c.kvs.KvstoreV1alpha1().KeyValueStores(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list stores restoring from backups: %w", err)
+	}
+	out := map[string]bool{}
+	for i := range stores.Items {
+		if s := &stores.Items[i]; bootstrapUndecided(s) && s.Spec.Bootstrap.FromBackup != "" {
+			out[s.Spec.Bootstrap.FromBackup] = true
+		}
+	}
+	return out, nil
 }
 
 // retentionUnchanged re-reads the store from the server, not the cache,

@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +190,43 @@ func TestScheduleLeavesAnEarlierStoresBackups(t *testing.T) {
 	for _, w := range own {
 		assert.NotContains(t, w, "delete")
 	}
+}
+
+// A pass that ends after the slot it planned for (slow writes, a clock
+// step) still wakes the store: a negative requeue used to win over every
+// other one in sooner and then be dropped, so the next slot, a backoff and
+// a bootstrap retry all waited for an unrelated event (found by review).
+func TestScheduleRequeueNeverNegative(t *testing.T) {
+	assert.Equal(t, 30*time.Second, result{requeueAfter: -time.Second}.sooner(result{requeueAfter: 30 * time.Second}).requeueAfter)
+	assert.Equal(t, 30*time.Second, result{requeueAfter: 30 * time.Second}.sooner(result{requeueAfter: -time.Second}).requeueAfter)
+
+	kvs := newStore(withSchedule("* * * * *", 7))
+	f := newFixture(t, kvs)
+	plan := planSchedule(kvs, nil, f.now)
+	require.False(t, plan.next.IsZero())
+	f.now = plan.next.Add(2 * time.Second) // the pass ended after the slot
+	res, err := f.c.runSchedule(context.Background(), kvs, plan)
+	require.NoError(t, err)
+	assert.Positive(t, res.requeueAfter)
+}
+
+// Retention never deletes the backup another store is still restoring
+// from (spec.bootstrap.fromBackup, its bootstrap undecided): that can be
+// the only copy of the data it restores (found by review).
+func TestSchedulePruningKeepsABackupBeingRestored(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 1))
+	var objs []runtime.Object
+	for h := 1; h <= 3; h++ {
+		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
+	}
+	source := scheduledBackupName(kvs, testNow.Add(-3*time.Hour))
+	restoring := newStore(withBootstrap(source), func(k *v1alpha1.KeyValueStore) { k.Name, k.UID = "b", "uid-b" })
+	f := newFixture(t, kvs, objs...)
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Create(context.Background(), restoring, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Contains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-2*time.Hour)))
+	assert.NotContains(t, own, "delete keyvaluestorebackups "+source, "store b restores from it")
 }

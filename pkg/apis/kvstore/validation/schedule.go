@@ -41,6 +41,10 @@ func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error) {
 		return nil, err
 	}
 	if timeZone == nil || *timeZone == "" {
+		// UTC, as documented: robfig/cron would use the process's zone.
+		if spec, ok := sched.(*cron.SpecSchedule); ok {
+			spec.Location = time.UTC
+		}
 		return sched, nil
 	}
 	loc, err := time.LoadLocation(*timeZone)

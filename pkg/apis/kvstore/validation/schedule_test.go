@@ -153,3 +153,17 @@ func TestBootstrapIsImmutable(t *testing.T) {
 	oldObj.Spec.Bootstrap, newObj.Spec.Bootstrap = validBootstrap(), validBootstrap()
 	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged bootstrap is accepted")
 }
+
+// Without timeZone a schedule runs in UTC, as documented, whatever the
+// process's local zone (robfig/cron would use time.Local, and the due slot,
+// read back from UTC annotations, would disagree with the next one; found
+// by review).
+func TestScheduleDefaultsToUTC(t *testing.T) {
+	local := time.Local
+	time.Local = time.FixedZone("CET", 3600)
+	t.Cleanup(func() { time.Local = local })
+	sched, err := ParseSchedule("0 3 * * *", nil)
+	require.NoError(t, err)
+	next := sched.Next(time.Date(2026, 11, 30, 1, 30, 0, 0, time.UTC).In(time.Local))
+	assert.Equal(t, time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), next.UTC())
+}
