@@ -102,9 +102,15 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 		newest, _ := slotOf(scheduled[0])
 		after = later(after, newest)
 	}
+	due := dueSlot(sched, after, now)
+	if slices.ContainsFunc(scheduled, func(b *v1alpha1.KeyValueStoreBackup) bool { return !backupFinished(b) && b.Status.Attempts == 0 }) {
+		// One still waits to start and takes the data when it runs: at
+		// most one waits, however long backups are held up.
+		due = time.Time{}
+	}
 	return scheduling{
 		next:      sched.Next(now),
-		due:       dueSlot(sched, after, now),
+		due:       due,
 		prune:     toPrune(scheduled, keepOf(b)),
 		scheduled: scheduled,
 	}

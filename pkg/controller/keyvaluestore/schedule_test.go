@@ -230,3 +230,19 @@ func TestSchedulePruningKeepsABackupBeingRestored(t *testing.T) {
 	assert.Contains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-2*time.Hour)))
 	assert.NotContains(t, own, "delete keyvaluestorebackups "+source, "store b restores from it")
 }
+
+// While a scheduled backup waits to start (another backup runs long, the
+// bootstrap is undecided), the next slots create no more: at most one
+// waits, and it takes the data when it runs (found by review: one Pending
+// backup per slot piled up, then all ran back to back).
+func TestScheduleKeepsAtMostOneWaitingBackup(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	waiting := scheduledBackup(kvs, testNow.Add(-time.Hour), v1alpha1.BackupPhasePending)
+	plan := planSchedule(kvs, []*v1alpha1.KeyValueStoreBackup{waiting}, testNow)
+	assert.True(t, plan.due.IsZero(), "no second waiting backup: %v", plan.due)
+	assert.False(t, plan.next.IsZero(), "the schedule still wakes the store")
+
+	running := scheduledBackup(kvs, testNow.Add(-time.Hour), v1alpha1.BackupPhaseRunning)
+	running.Status.Attempts = 1
+	assert.Equal(t, testNow, planSchedule(kvs, []*v1alpha1.KeyValueStoreBackup{running}, testNow).due, "one that runs does not hold the next slot")
+}
