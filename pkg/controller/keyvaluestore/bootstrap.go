@@ -98,8 +98,8 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, msg)}, nil
 	}
-	if rec := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); rec != nil && failedForGood(rec.Reason) {
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, rec.Reason, rec.Message)}, nil
+	if st := recordedBootstrap(kvs); st.failed {
+		return st, nil
 	}
 	if len(jobs) == 0 {
 		if st, decided, err := c.bootstrapWithoutJobs(ctx, kvs, cond); err != nil || decided {
@@ -138,11 +138,8 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 // bootstrapUndecided: the store has a bootstrap that has neither succeeded
 // nor failed for good, so a restore may still be writing into its data.
 func bootstrapUndecided(kvs *v1alpha1.KeyValueStore) bool {
-	if kvs.Spec.Bootstrap == nil {
-		return false
-	}
-	c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
-	return c == nil || (c.Status != metav1.ConditionTrue && !failedForGood(c.Reason))
+	st := recordedBootstrap(kvs)
+	return !st.done && !st.failed
 }
 
 // recordedBootstrap is where the bootstrap stands by the store's status
@@ -196,7 +193,7 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 			// A Job the cache has not seen yet: wait for it, decide nothing.
 			return bootstrapState{requeueAfter: time.Second}, true, nil
 		}
-		st, lost, err := c.recordedSince(ctx, kvs, cond)
+		st, lost, err := c.recordedSince(ctx, kvs)
 		if err != nil || !lost {
 			return st, err != nil || st.done || st.failed, err
 		}
@@ -212,8 +209,7 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 // the cache's: lost when it says the bootstrap started (its Jobs are gone);
 // otherwise the state it records (a success, a failure for good), or none
 // (not started: a Job may start).
-func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueStore,
-	cond func(metav1.ConditionStatus, string, string) *metav1.Condition) (st bootstrapState, lost bool, err error) {
+func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueStore) (st bootstrapState, lost bool, err error) {
 	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
 	if err != nil {
 		return bootstrapState{}, false, fmt.Errorf("read store %s: %w", kvs.Name, err)
@@ -221,18 +217,11 @@ func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueSt
 	if fresh.UID != kvs.UID {
 		return bootstrapState{}, false, fmt.Errorf("store %s was replaced (uid %s, cached %s)", kvs.Name, fresh.UID, kvs.UID)
 	}
-	now := meta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionBootstrapped)
-	switch {
-	case now == nil:
-		return bootstrapState{}, false, nil
-	case now.Reason == ReasonBootstrapRunning || now.Reason == ReasonBootstrapRetrying:
+	if now := meta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionBootstrapped); now != nil &&
+		(now.Reason == ReasonBootstrapRunning || now.Reason == ReasonBootstrapRetrying) {
 		return bootstrapState{}, true, nil
-	case now.Status == metav1.ConditionTrue:
-		return bootstrapState{done: true, condition: cond(metav1.ConditionTrue, ReasonBootstrapSucceeded, now.Message)}, false, nil
-	case failedForGood(now.Reason):
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, now.Reason, now.Message)}, false, nil
 	}
-	return bootstrapState{}, false, nil
+	return recordedBootstrap(fresh), false, nil
 }
 
 // bootstrapJobsGone asks the server, not the cache, whether the store has
@@ -314,12 +303,15 @@ func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValue
 	if name == "" {
 		return nil, "", "", nil
 	}
+	// The UID the previous attempt restored ("" for the first, or a Job
+	// from before the annotation existed).
+	want := ""
+	if previous != nil {
+		want = previous.Annotations[backupUIDAnnotation]
+	}
+	replaced := func(b *v1alpha1.KeyValueStoreBackup) bool { return want != "" && want != string(b.UID) }
 	restorable := func(b *v1alpha1.KeyValueStoreBackup) bool {
-		want := ""
-		if previous != nil {
-			want = previous.Annotations[backupUIDAnnotation]
-		}
-		return b.Status.Phase == v1alpha1.BackupPhaseCompleted && (want == "" || want == string(b.UID))
+		return b.Status.Phase == v1alpha1.BackupPhaseCompleted && !replaced(b)
 	}
 	b, err := c.backups.KeyValueStoreBackups(kvs.Namespace).Get(name)
 	if err != nil || !restorable(b) {
@@ -334,9 +326,9 @@ func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValue
 		return nil, "", "", fmt.Errorf("get backup %s: %w", name, err)
 	case b.Status.Phase != v1alpha1.BackupPhaseCompleted:
 		return nil, ReasonBackupNotCompleted, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s is %s, not Completed", name, phaseOr(b.Status.Phase)), nil
-	case previous != nil && previous.Annotations[backupUIDAnnotation] != "" && previous.Annotations[backupUIDAnnotation] != string(b.UID):
+	case replaced(b):
 		return nil, ReasonBackupReplaced, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s (uid %s) is not the backup attempt %d restored (uid %s)",
-			name, b.UID, attemptOf(previous), previous.Annotations[backupUIDAnnotation]), nil
+			name, b.UID, attemptOf(previous), want), nil
 	}
 	return b, "", "", nil
 }

@@ -159,27 +159,13 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		}
 	}
 	if len(plan.prune) > 0 {
-		current, err := c.retentionUnchanged(ctx, kvs)
+		pruned, err := c.pruneScheduled(ctx, kvs, plan.prune)
 		if err != nil {
 			return result{}, err
 		}
-		if !current {
-			// The informer brings the change; the next pass prunes by it.
+		if !pruned {
+			// The informer brings the store's change; the next pass prunes by it.
 			return result{requeueAfter: time.Second}, nil
-		}
-	}
-	restoring, err := c.backupsBeingRestored(ctx, kvs.Namespace)
-	if err != nil {
-		return result{}, err
-	}
-	for _, b := range plan.prune {
-		if restoring[b.Name] {
-			continue // a store restores from it; a later pass prunes it
-		}
-		err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &b.UID}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return result{}, fmt.Errorf("prune scheduled backup %s: %w", b.Name, err)
 		}
 	}
 	if plan.next.IsZero() {
@@ -189,6 +175,30 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	// would find nothing due and wait a whole period. A pass that ended
 	// after the slot it planned for looks again in a second.
 	return result{requeueAfter: max(plan.next.Sub(c.now().Time), 0) + time.Second}, nil
+}
+
+// pruneScheduled deletes the scheduled backups beyond retention, each with
+// a UID precondition; pruned is false, and nothing is deleted, when a fresh
+// read of the store shows a keep the cache has not seen yet.
+func (c *Controller) pruneScheduled(ctx context.Context, kvs *v1alpha1.KeyValueStore, prune []*v1alpha1.KeyValueStoreBackup) (pruned bool, err error) {
+	if current, err := c.retentionUnchanged(ctx, kvs); err != nil || !current {
+		return false, err
+	}
+	restoring, err := c.backupsBeingRestored(ctx, kvs.Namespace)
+	if err != nil {
+		return false, err
+	}
+	for _, b := range prune {
+		if restoring[b.Name] {
+			continue // a store restores from it; a later slot's pruning takes it
+		}
+		err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &b.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("prune scheduled backup %s: %w", b.Name, err)
+		}
+	}
+	return true, nil
 }
 
 // backupsBeingRestored are the backups of the namespace that a store's
