@@ -826,13 +826,7 @@ func (b *bench) controllerMarkdown() string {
 // with the machine's speed just before it, so that an order effect can be
 // told from drift of the machine.
 func (b *bench) repetitionsMarkdown() string {
-	var runs []*controllerResult
-	for _, rs := range b.ctrlRuns {
-		runs = append(runs, rs...)
-	}
-	slices.SortFunc(runs, func(x, y *controllerResult) int {
-		return cmp.Or(cmp.Compare(x.Rep, y.Rep), cmp.Compare(x.Position, y.Position))
-	})
+	runs := b.runsInOrder()
 	if len(runs) < 2 || runs[0].Rep == 0 {
 		return ""
 	}
@@ -852,7 +846,34 @@ func (b *bench) repetitionsMarkdown() string {
 		fmt.Fprintf(&sb, "| %d | %d | %s | %s | %s | %s | %s s | %s s |\n", r.Rep, r.Position, r.System, cpuCell, syncCell,
 			ready, format(total(r.CPUSeconds), "s"), format(r.DeleteSeconds, "s"))
 	}
+	// Where each run's CPU went, so that a run slower for its position can be
+	// told from one slower for its system.
+	procs := keysOf(runs, func(r *controllerResult) map[string]float64 { return r.CPUSeconds })
+	sb.WriteString("\nCPU seconds per process, create → all Ready, and the scheduler's attempts per store that found a Pod unschedulable, each run in the order it ran:\n\n| repetition | position | system | unschedulable per store | " + strings.Join(procs, " | ") + " |\n|--:|--:|---|--:|" + strings.Repeat("--:|", len(procs)) + "\n")
+	for _, r := range runs {
+		unschedulable := "–"
+		if v, ok := r.SchedulerAttempts["unschedulable"]; ok {
+			unschedulable = format(v, "")
+		}
+		fmt.Fprintf(&sb, "| %d | %d | %s | %s |", r.Rep, r.Position, r.System, unschedulable)
+		for _, p := range procs {
+			fmt.Fprintf(&sb, " %s |", format(r.CPUSeconds[p], "s"))
+		}
+		sb.WriteString("\n")
+	}
 	return sb.String()
+}
+
+// runsInOrder is every run of the controller phase in the order it ran.
+func (b *bench) runsInOrder() []*controllerResult {
+	var runs []*controllerResult
+	for _, rs := range b.ctrlRuns {
+		runs = append(runs, rs...)
+	}
+	slices.SortFunc(runs, func(x, y *controllerResult) int {
+		return cmp.Or(cmp.Compare(x.Rep, y.Rep), cmp.Compare(x.Position, y.Position))
+	})
+	return runs
 }
 
 // keysOf is every key the maps that gets return hold in any result, sorted.

@@ -441,7 +441,10 @@ func (b *bench) report() error {
 		Targets    []check                       `json:"targets"`
 		Problems   []string                      `json:"problems"`
 		Controller map[string]*controllerResult  `json:"controller,omitempty"`
-	}{b.meta, b.figs.m, cs, b.problems, b.ctrl}
+		// ControllerRuns is every run of the controller phase in the order
+		// it ran (the medians above are over them).
+		ControllerRuns []*controllerResult `json:"controller_runs,omitempty"`
+	}{b.meta, b.figs.m, cs, b.problems, b.ctrl, b.runsInOrder()}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

@@ -173,6 +173,9 @@ func TestRepetitionsMarkdownInRunOrder(t *testing.T) {
 		"| 1 | 2 | kvstore-apiserver | 220 ms | 1.50 / 4.00 ms | 70.0 s | 100 s | 9.00 s |",
 		"| 2 | 1 | kvstore-apiserver | 210 ms |",
 		"| 2 | 2 | CRD + operator | 215 ms |",
+		"| repetition | position | system | unschedulable per store | kube-apiserver | kube-controller-manager |",
+		"| 1 | 1 | CRD + operator | – | 40.0 | 60.0 |",
+		"| 2 | 2 | CRD + operator | – | 40.0 | 60.0 |",
 	}
 	last := -1
 	for _, w := range want {
