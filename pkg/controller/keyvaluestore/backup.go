@@ -69,11 +69,19 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 		return t.createFinalBackup(ctx)
 	}
 	failed := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed)
-	if failed == nil {
+	if failed == nil && b.Status.Phase == v1alpha1.BackupPhaseRunning {
 		return stepWait{message: fmt.Sprintf("waiting for final backup %s: %s", b.Name, b.Status.Message)}, nil
 	}
+	if failed == nil { // not started: it waits for another backup, or its Job cannot be created
+		return stepWait{message: fmt.Sprintf("waiting for final backup %s: %s. To delete the store without a final backup, annotate it %s=true",
+			b.Name, b.Status.Message, v1alpha1.SkipFinalBackupAnnotation)}, nil
+	}
+	why := failed.Message
+	if b.Status.Message != failed.Message {
+		why += "; then " + b.Status.Message // the next attempt cannot start
+	}
 	msg := fmt.Sprintf("final backup %s: %s. To delete the store without a final backup, annotate it %s=true",
-		b.Name, failed.Message, v1alpha1.SkipFinalBackupAnnotation)
+		b.Name, why, v1alpha1.SkipFinalBackupAnnotation)
 	changed, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: ReasonBackupFailed, Message: msg})
 	if err != nil {

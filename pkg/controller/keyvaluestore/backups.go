@@ -28,6 +28,12 @@ const (
 	ReasonJobSucceeded        = "JobSucceeded"
 	ReasonAttemptFailed       = "AttemptFailed"
 	ReasonWaitingForBackup    = "WaitingForOtherBackup"
+	// ReasonJobInTheWay: the attempt's Job name is taken by a Job the
+	// backup does not control (another backup's, a bootstrap's, a user's).
+	ReasonJobInTheWay = "JobInTheWay"
+	// ReasonJobRefused: kube-apiserver refused the attempt's Job (a quota,
+	// an admission policy, the controller's permissions).
+	ReasonJobRefused = "JobRefused"
 )
 
 // Condition types of a KeyValueStoreBackup: Completed once it succeeded,
@@ -73,7 +79,9 @@ func (c *Controller) backupsOf(namespace, store string) ([]*v1alpha1.KeyValueSto
 	}
 	out := make([]*v1alpha1.KeyValueStoreBackup, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, o.(*v1alpha1.KeyValueStoreBackup))
+		// Copies: a status write replaces the backup it was given, and the
+		// informer's objects are shared with every other reader.
+		out = append(out, o.(*v1alpha1.KeyValueStoreBackup).DeepCopy())
 	}
 	slices.SortFunc(out, func(a, b *v1alpha1.KeyValueStoreBackup) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
@@ -97,9 +105,10 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	if len(backups) == 0 {
 		return result{}, nil
 	}
-	if kvs == nil || slices.ContainsFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool { return takenForAnother(b, kvs) }) {
-		// The cache may lag behind a store created with its backup: only a
-		// fresh read may fail a backup for a missing or replaced store.
+	if kvs == nil || kvs.Spec.Backup == nil || slices.ContainsFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool { return takenForAnother(b, kvs) }) {
+		// The cache may lag behind a store created (or given spec.backup)
+		// with its backup: only a fresh read may fail a backup for a
+		// missing, replaced or unconfigured store.
 		kvs = nil
 		fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(namespace).Get(ctx, store, metav1.GetOptions{})
 		switch {
@@ -148,10 +157,10 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 	case kvs == nil:
 		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s does not exist", b.Namespace, b.Spec.StoreName)
 	case takenForAnother(b, kvs):
-		// Taken by the controller for an earlier store of the same name:
-		// it must not back up another store's data under that store's name.
-		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s it was taken for (uid %s) no longer exists; the store of that name now is another (uid %s)",
-			b.Namespace, b.Spec.StoreName, b.Annotations[storeUIDAnnotation], kvs.UID)
+		// Taken for an earlier store of the same name: it must not back up
+		// another store's data under that store's name.
+		return ReasonStoreNotFound, fmt.Sprintf("KeyValueStore %s/%s it was taken for (%s) no longer exists; the store of that name now is another (uid %s)",
+			b.Namespace, b.Spec.StoreName, takenFor(b), kvs.UID)
 	case kvs.Spec.Backup == nil:
 		return ReasonBackupNotConfigured, fmt.Sprintf("KeyValueStore %s has no spec.backup: nothing says how to back it up", kvs.Name)
 	case kvs.DeletionTimestamp != nil && b.Spec.Reason != v1alpha1.BackupReasonFinal && b.Status.Attempts == 0:
@@ -160,11 +169,24 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 	return "", ""
 }
 
-// takenForAnother says the controller took b for another store than kvs,
-// an earlier one of the same name.
+// takenForAnother says b was taken for another store than kvs, an earlier
+// one of the same name: the controller says which in the annotation of the
+// backups it creates; a Manual backup names its store by name only, and one
+// whose first attempt started before kvs was created started for an earlier
+// store (that store's teardown came between the two).
 func takenForAnother(b *v1alpha1.KeyValueStoreBackup, kvs *v1alpha1.KeyValueStore) bool {
-	uid := b.Annotations[storeUIDAnnotation]
-	return uid != "" && uid != string(kvs.UID)
+	if uid := b.Annotations[storeUIDAnnotation]; uid != "" {
+		return uid != string(kvs.UID)
+	}
+	return b.Status.StartTime != nil && b.Status.StartTime.Before(&kvs.CreationTimestamp)
+}
+
+// takenFor names the store a backup taken for another was taken for.
+func takenFor(b *v1alpha1.KeyValueStoreBackup) string {
+	if uid := b.Annotations[storeUIDAnnotation]; uid != "" {
+		return "uid " + uid
+	}
+	return "started " + b.Status.StartTime.UTC().Format(time.RFC3339) + ", before this store was created"
 }
 
 // runBackup moves the backup one step: start the next attempt's Job, wait
@@ -172,9 +194,14 @@ func takenForAnother(b *v1alpha1.KeyValueStoreBackup, kvs *v1alpha1.KeyValueStor
 func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (result, error) {
 	attempt := int(b.Status.Attempts)
 	if attempt == 0 {
-		return result{}, c.startBackupAttempt(ctx, kvs, b, 1)
+		return c.startBackupAttempt(ctx, kvs, b, 1)
 	}
+	gone := "its Job " + backupJobName(b, attempt) + " was deleted"
 	job, err := c.backupJobOf(ctx, b, attempt)
+	var inTheWay *objectInTheWayError
+	if errors.As(err, &inTheWay) {
+		job, err, gone = nil, nil, "its Job was replaced: "+inTheWay.Error()
+	}
 	if err != nil {
 		return result{}, err
 	}
@@ -182,7 +209,7 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	case job == nil:
 		// Deleted by someone (while it ran, or after it failed): that
 		// attempt failed, at the time recorded when that was first seen.
-		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.attemptFailedAt(b), "its Job "+backupJobName(b, attempt)+" was deleted")
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.attemptFailedAt(b), gone)
 	case jobCondition(job, batchv1.JobComplete):
 		return result{}, c.completeBackup(ctx, b, job)
 	case jobCondition(job, batchv1.JobFailed):
@@ -232,7 +259,7 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	if err := c.pruneFailedJobs(ctx, b); err != nil {
 		return result{}, err
 	}
-	return result{}, c.startBackupAttempt(ctx, kvs, b, attempt+1)
+	return c.startBackupAttempt(ctx, kvs, b, attempt+1)
 }
 
 // attemptFailedAt is when the current attempt was recorded as failed, or
@@ -250,18 +277,25 @@ func (c *Controller) attemptFailedAt(b *v1alpha1.KeyValueStoreBackup) time.Time 
 // startBackupAttempt creates the attempt's Job, then records it. The Job's
 // name is deterministic: after a crash between the two, the next pass finds
 // the Job and records it.
-func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) error {
+func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) (result, error) {
 	name := backupJobName(b, attempt)
 	existing, err := c.backupJobOf(ctx, b, attempt)
+	var inTheWay *objectInTheWayError
+	if errors.As(err, &inTheWay) {
+		return c.jobNotCreated(ctx, b, attempt, ReasonJobInTheWay, inTheWay.Error())
+	}
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	if existing == nil {
 		if _, err := c.jobKind.apply(ctx, b.Namespace, backupJob(kvs, b, attempt)); err != nil {
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")
+			switch {
+			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+				return result{}, c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")
+			case isPermanent(err):
+				return c.jobNotCreated(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			}
-			return fmt.Errorf("create backup Job %s: %w", name, err)
+			return result{}, fmt.Errorf("create backup Job %s: %w", name, err)
 		}
 		observeApply("Job", applyCreated)
 	}
@@ -269,7 +303,7 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	if existing != nil && !existing.CreationTimestamp.IsZero() && existing.CreationTimestamp.Before(&start) {
 		start = existing.CreationTimestamp // recorded only now: it started then
 	}
-	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+	return result{}, c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Phase = v1alpha1.BackupPhaseRunning
 		st.Attempts = int32(attempt)
 		st.JobName = name
@@ -281,6 +315,22 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		// Failed condition again means this attempt failed.
 		meta.RemoveStatusCondition(&st.Conditions, BackupConditionFailed)
 	}, corev1.EventTypeNormal, "Started")
+}
+
+// jobNotCreated records that the attempt's Job cannot be created. A Manual
+// or Scheduled backup fails with reason: waiting, it would hold every later
+// backup of its store behind it, silently. A Final backup has no attempt
+// limit (the store's data waits for it): it says why, and tries again after
+// waitFallback; the store's teardown shows the message.
+func (c *Controller) jobNotCreated(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, reason, why string) (result, error) {
+	msg := fmt.Sprintf("attempt %d cannot start: %s", attempt, why)
+	if b.Spec.Reason != v1alpha1.BackupReasonFinal {
+		return result{}, c.failBackup(ctx, b, reason, msg)
+	}
+	msg += fmt.Sprintf("; tried again every %s", waitFallback)
+	return result{requeueAfter: waitFallback}, c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+		st.Message = msg
+	}, corev1.EventTypeWarning, reason)
 }
 
 func (c *Controller) completeBackup(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job) error {

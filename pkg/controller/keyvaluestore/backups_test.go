@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -306,4 +310,145 @@ func TestBackupRecordedAfterItsJobFinishedCompletes(t *testing.T) {
 	b := f.backup("b")
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase)
 	assert.False(t, b.Status.CompletionTime.Before(b.Status.StartTime))
+}
+
+// newJob is the one fixture of a Job that is not the controller's: named
+// name, controlled by the object ref names (nil for none).
+func newJob(name string, ref *metav1.OwnerReference) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-job-" + name)}}
+	if ref != nil {
+		j.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return j
+}
+
+// A backup whose Job cannot be created (its name taken by another object,
+// or the create refused) says so and never holds the store's other backups
+// behind it. Before the fix the sync failed on every pass with nothing in
+// the backup's status, and every later backup of the store waited forever.
+func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
+	storeRef := metav1.NewControllerRef(newStore(), v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"))
+	later := func() *v1alpha1.KeyValueStoreBackup {
+		return newBackup("later", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+			b.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
+		})
+	}
+	t.Run("its Job's name is taken", func(t *testing.T) {
+		// "s-bootstrap" attempt 1 is "s-bootstrap-1": the store's bootstrap Job.
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("s-bootstrap", v1alpha1.BackupReasonManual), later(), newJob("s-bootstrap-1", storeRef))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		b := f.backup("s-bootstrap")
+		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+		assert.Equal(t, ReasonJobInTheWay, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+		assert.Contains(t, b.Status.Message, "s-bootstrap-1")
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "apply jobs later-1", "the next backup runs")
+		_, err = f.kube.BatchV1().Jobs("ns").Get(context.Background(), "s-bootstrap-1", metav1.GetOptions{})
+		assert.NoError(t, err, "the Job in the way is left alone")
+	})
+	t.Run("its Job is refused", func(t *testing.T) {
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual), later())
+		f.refuseJobs()
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		b := f.backup("b")
+		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+		assert.Equal(t, ReasonJobRefused, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+		assert.Contains(t, b.Status.Message, "exceeded quota")
+		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
+	})
+	t.Run("a Final backup's Job is refused", func(t *testing.T) {
+		kvs := newStore(withBackup, deleting)
+		f := newFixture(t, kvs)
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		f.refuseJobs()
+		res, err := f.sync(f.stored(kvs))
+		require.NoError(t, err, "not a sync error: the rate limiter must not drive retries")
+		assert.Equal(t, waitFallback, res.requeueAfter)
+		b := f.backup(finalBackupName(kvs))
+		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "a Final backup has no attempt limit: it is tried again")
+		assert.Contains(t, b.Status.Message, "exceeded quota")
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+		require.NotNil(t, c)
+		assert.Contains(t, c.Message, "exceeded quota", "the store says why its teardown waits")
+	})
+}
+
+// refuseJobs makes kube-apiserver refuse every Job, as a ResourceQuota on
+// count/jobs.batch does once it is used up.
+func (f *fixture) refuseJobs() {
+	f.kube.PrependReactor("patch", "jobs", func(a core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), a.(core.PatchAction).GetName(),
+			errors.New("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10"))
+	})
+}
+
+// An attempt of a Manual backup that started before its store was created
+// was for an earlier store of that name: no retry of it backs up the new
+// store's data (a restore from it would bring back the new, empty store).
+// Before the fix the retry ran against the new store and was recorded
+// Completed. The new store's lastBackupTime does not count it either.
+func TestBackupStartedForAnEarlierStoreIsNotRetried(t *testing.T) {
+	kvs := newStore(withBackup, func(k *v1alpha1.KeyValueStore) {
+		k.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
+	})
+	started := metav1.NewTime(testNow.Add(-50 * time.Minute))
+	old := newBackup("pre-migrate", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Status = v1alpha1.KeyValueStoreBackupStatus{Phase: v1alpha1.BackupPhaseRunning, Attempts: 1, JobName: "pre-migrate-1", StartTime: &started}
+	})
+	done := newBackup("done", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.Status = v1alpha1.KeyValueStoreBackupStatus{Phase: v1alpha1.BackupPhaseCompleted, Attempts: 1, StartTime: &started,
+			CompletionTime: ptr.To(metav1.NewTime(started.Add(time.Minute)))}
+	})
+	job := newJob("pre-migrate-1", metav1.NewControllerRef(old, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup")))
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(testNow.Add(-30 * time.Minute))}}
+	f := newFixture(t, kvs, old, done, job)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply jobs pre-migrate-2")
+	b := f.backup("pre-migrate")
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+	assert.Nil(t, f.stored(kvs).Status.LastBackupTime, "the earlier store's backup is not this store's")
+}
+
+// A store given spec.backup and a Manual backup in one apply: the backup's
+// event can come before the store's, so "no spec.backup" is read fresh
+// before it fails the backup for good.
+func TestBackupNotConfiguredIsReadFresh(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	// The store as the cache has it: spec.backup not seen yet. (Through
+	// syncBackups alone: the fake server's status write would store the
+	// whole stale object, which kvstore-apiserver's /status never does.)
+	_, err := f.c.syncBackups(context.Background(), "ns", "s", newStore())
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase)
+}
+
+// The backups the controller reads are the informer's: it writes only copies.
+func TestBackupStatusWriteLeavesTheCacheAlone(t *testing.T) {
+	kvs := newStore(withBackup)
+	b := newBackup("b", v1alpha1.BackupReasonManual)
+	f := newFixture(t, kvs, b)
+	cached, exists, err := f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Get(b)
+	require.NoError(t, err)
+	require.True(t, exists)
+	_, err = f.sync(kvs)
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase)
+	assert.Empty(t, cached.(*v1alpha1.KeyValueStoreBackup).Status.Phase, "the cached object is unchanged")
 }

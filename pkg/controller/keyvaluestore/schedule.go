@@ -265,11 +265,12 @@ func (c *Controller) createScheduledBackup(ctx context.Context, kvs *v1alpha1.Ke
 }
 
 // observeBackups sets the backup fields of status: lastBackupTime (the
-// newest Completed backup of any reason), nextBackupTime and the outcome of
+// newest Completed backup of any reason taken for this store, not an
+// earlier one of its name), nextBackupTime and the outcome of
 // the newest finished scheduled backup.
 func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStoreBackup, plan scheduling) {
 	for _, b := range backups {
-		if b.Status.Phase == v1alpha1.BackupPhaseCompleted && b.Status.CompletionTime != nil &&
+		if b.Status.Phase == v1alpha1.BackupPhaseCompleted && b.Status.CompletionTime != nil && !takenForAnother(b, kvs) &&
 			(st.LastBackupTime == nil || st.LastBackupTime.Before(b.Status.CompletionTime)) {
 			st.LastBackupTime = b.Status.CompletionTime.DeepCopy()
 		}
