@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -154,7 +155,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 				WithSpec(corev1ac.PodSpec().
 					WithAffinity(antiAffinity(kvs, ComponentData)).
 					WithContainers(corev1ac.Container().
-						WithName("kvstore").
+						WithName(dataContainerName).
 						WithImage(kvs.Spec.Image).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
 						WithReadinessProbe(corev1ac.Probe().
@@ -297,10 +298,8 @@ func proxyReplicas(kvs *v1alpha1.KeyValueStore) int32 {
 // seen the latest spec, every replica runs the update revision, and all are ready.
 // An empty image skips the image check.
 func statefulSetReady(sts *appsv1.StatefulSet, image string, want int32) bool {
-	if sts == nil || len(sts.Spec.Template.Spec.Containers) == 0 {
-		return false
-	}
-	if image != "" && sts.Spec.Template.Spec.Containers[0].Image != image {
+	c := dataContainer(sts)
+	if c == nil || image != "" && !sameImage(c.Image, image) {
 		return false
 	}
 	s := sts.Status
@@ -310,6 +309,30 @@ func statefulSetReady(sts *appsv1.StatefulSet, image string, want int32) bool {
 		s.UpdatedReplicas == want &&
 		s.ReadyReplicas == want &&
 		s.CurrentRevision == s.UpdateRevision
+}
+
+// dataContainerName names the data tier's container in the Pod template.
+const dataContainerName = "kvstore"
+
+// dataContainer is the data tier's container in the StatefulSet's template
+// (nil if none): found by name, since admission may inject others before it.
+func dataContainer(sts *appsv1.StatefulSet) *corev1.Container {
+	if sts == nil {
+		return nil
+	}
+	i := slices.IndexFunc(sts.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == dataContainerName })
+	if i < 0 {
+		return nil
+	}
+	return &sts.Spec.Template.Spec.Containers[i]
+}
+
+// sameImage says the running image is the spec's, also once an admission
+// webhook pinned it to a digest (image policies do: "redis:7.2" becomes
+// "redis:7.2@sha256:..."); otherwise such a store would never be Ready.
+func sameImage(running, spec string) bool {
+	name, _, pinned := strings.Cut(running, "@")
+	return running == spec || pinned && name == spec
 }
 
 // deploymentReady says every proxy replica is updated and available.

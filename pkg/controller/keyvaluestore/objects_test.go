@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,7 +110,7 @@ func readySts(image string, replicas int32) *appsv1.StatefulSet {
 		ObjectMeta: metav1.ObjectMeta{Generation: 2},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To(replicas),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: dataContainerName, Image: image}}}},
 		},
 		Status: appsv1.StatefulSetStatus{
 			ObservedGeneration: 2, Replicas: replicas, ReadyReplicas: replicas, UpdatedReplicas: replicas,
@@ -119,6 +120,7 @@ func readySts(image string, replicas int32) *appsv1.StatefulSet {
 }
 
 func TestStatefulSetReadyIsRevisionAware(t *testing.T) {
+	digest := strings.Repeat("0", 64)
 	tests := []struct {
 		name   string
 		mutate func(*appsv1.StatefulSet)
@@ -128,6 +130,11 @@ func TestStatefulSetReadyIsRevisionAware(t *testing.T) {
 		{"ready", func(*appsv1.StatefulSet) {}, "redis:7.2", true},
 		{"image check skipped", func(*appsv1.StatefulSet) {}, "", true},
 		{"other image", func(*appsv1.StatefulSet) {}, "redis:7.4", false},
+		{"pinned to a digest", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image += "@sha256:" + digest }, "redis:7.2", true},
+		{"other image pinned to a digest", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image += "@sha256:" + digest }, "redis:7.4", false},
+		{"a sidecar injected first", func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers = append([]corev1.Container{{Name: "mesh", Image: "proxy:1"}}, s.Spec.Template.Spec.Containers...)
+		}, "redis:7.2", true},
 		{"generation not observed", func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = 1 }, "redis:7.2", false},
 		{"revision rolling", func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "r1" }, "redis:7.2", false},
 		{"not all updated", func(s *appsv1.StatefulSet) { s.Status.UpdatedReplicas = 2 }, "redis:7.2", false},

@@ -78,7 +78,13 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
 	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
 	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
+	applied := kvs.Generation
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		if k.Generation != applied {
+			// The spec changed since the apply (a conflict brought the new
+			// one): its own sync, already queued, applies and reports it.
+			return k.Status
+		}
 		st := observe(k, sts, proxy, applyErr, boot)
 		observeBackups(&st, k, backups, plan)
 		return st
@@ -108,7 +114,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 // fields we set are ours, server defaults never look like drift, and an
 // unchanged object is not written at all.
 func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) (*appsv1.StatefulSet, *appsv1.Deployment, bootstrapState, error) {
-	var boot bootstrapState
+	// What is recorded until the bootstrap step runs: an error before it
+	// must not make a bootstrapped store (or one without bootstrap) look
+	// undone.
+	boot := recordedBootstrap(kvs)
 	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, headlessServiceName(kvs), headlessService(kvs)); err != nil {
 		return sts, proxy, boot, err
 	}

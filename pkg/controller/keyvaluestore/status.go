@@ -67,7 +67,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	// currentImage is recorded only when the whole store is Ready, so it also
 	// says the store has been Ready before (Upgrading and Degraded need that).
 	if dataReady && proxyReady && boot.done {
-		st.CurrentImage = sts.Spec.Template.Spec.Containers[0].Image
+		st.CurrentImage = dataContainer(sts).Image
 	}
 	wasReady := st.CurrentImage != ""
 	readyGeneration := int64(-1)
@@ -100,7 +100,9 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case boot.failed:
 		st.Phase = v1alpha1.PhaseFailed
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, boot.condition.Reason, boot.condition.Message)
-	case dataReady && proxyReady && boot.done:
+	case dataReady && proxyReady && boot.done && (applyErr == nil || gen == readyGeneration):
+		// After a failed apply the objects are the cache's, which may run
+		// an earlier generation's spec: Ready only for the one already Ready.
 		st.Phase = v1alpha1.PhaseReady
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete, "all replicas run the current spec and are ready")
 	case kvs.Spec.Paused && sts == nil:
@@ -116,6 +118,12 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case wasReady && gen != readyGeneration:
 		st.Phase = v1alpha1.PhaseUpgrading
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
+	case wasReady && sts != nil && sts.Status.CurrentRevision != sts.Status.UpdateRevision:
+		// A rollout the store did not ask for (kubectl rollout restart, a
+		// hand edit the apply repaired): replicas restart, none are lost.
+		st.Phase = v1alpha1.PhaseUpgrading
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("StatefulSet %s rolls out revision %s: %d/%d replicas updated",
+			sts.Name, sts.Status.UpdateRevision, st.UpdatedReplicas, desired))
 	case wasReady:
 		// Same spec that was once fully ready: replicas were lost.
 		st.Phase = v1alpha1.PhaseDegraded

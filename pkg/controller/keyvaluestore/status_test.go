@@ -3,11 +3,13 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +57,31 @@ func TestObservePhases(t *testing.T) {
 		}, v1alpha1.PhaseDegraded, true},
 		{"refused by the cluster", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return nil, invalid }, v1alpha1.PhaseFailed, false},
 		{"transient error is not failure", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) { return nil, errors.New("timeout") }, v1alpha1.PhaseCreating, false},
+		// A transient apply error leaves the cached StatefulSet, which runs
+		// the previous generation's spec: before the fix a change that
+		// readiness does not see (the proxy image, the port) was reported
+		// Ready at the new generation.
+		{"transient error at a new generation is not Ready", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			wasReadyAt(k, 1)
+			k.Generation = 2
+			return readySts("redis:7.2", 3), errors.New("timeout")
+		}, v1alpha1.PhaseUpgrading, false},
+		{"transient error at the ready generation stays Ready", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			wasReadyAt(k, 1)
+			return readySts("redis:7.2", 3), errors.New("timeout")
+		}, v1alpha1.PhaseReady, false},
+		// kubectl rollout restart (or a hand edit the apply repaired): a new
+		// revision rolls with no change to the store. Before the fix, the
+		// replica restarting was reported as lost (Degraded, a Warning).
+		{"StatefulSet rolling a revision the store did not ask for", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			wasReadyAt(k, 1)
+			s := readySts("redis:7.2", 3)
+			s.Status.CurrentRevision, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = "r1", 2, 1
+			return s, nil
+		}, v1alpha1.PhaseUpgrading, false},
+		{"image pinned to a digest by an admission webhook", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
+			return readySts("redis:7.2@sha256:"+strings.Repeat("a", 64), 3), nil
+		}, v1alpha1.PhaseReady, false},
 		{"paused before anything exists", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
 			k.Spec.Paused = true
 			return nil, nil
@@ -146,4 +173,63 @@ func TestStatusOfAStoreWithASizeFromBeforeTheGuard(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PhaseTerminating, f.stored(kvs).Status.Phase)
 	assert.Equal(t, v1alpha1.PhaseTerminating, kvs.Status.Phase, "the caller sees what was written")
+}
+
+// A transient error applying an owned object before the bootstrap step ran
+// leaves the bootstrap as recorded. Before the fix it counted as "not
+// done": a Ready store without spec.bootstrap flipped to Bootstrapping.
+func TestTransientApplyErrorKeepsTheRecordedBootstrap(t *testing.T) {
+	f, kvs := created(t)
+	f.markReady(kvs)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+	f.refreshCache("ns")
+
+	pdb, err := f.kube.PolicyV1().PodDisruptionBudgets("ns").Get(context.Background(), "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, f.kube.PolicyV1().PodDisruptionBudgets("ns").Delete(context.Background(), "s", metav1.DeleteOptions{}))
+	require.NoError(t, f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Delete(pdb))
+	f.kube.PrependReactor("patch", "poddisruptionbudgets", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServerTimeout(policyv1.Resource("poddisruptionbudgets"), "patch", 1)
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.Error(t, err, "retried with backoff")
+	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+}
+
+// A status write that conflicts because the spec changed meanwhile is not
+// recomputed for the new generation from the objects applied for the old
+// one: the new generation's sync reports it. Before the fix a proxy image
+// change made during the write was reported Ready at its generation.
+func TestStatusConflictWithANewGenerationWritesNothing(t *testing.T) {
+	kvs := newStore(withProxy(1))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs)) // data ready: the proxy is created
+	require.NoError(t, err)
+	f.markReady(kvs)
+	conflicted := false
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		// The tracker, not the clientset: a reactor runs under its lock.
+		gvr := v1alpha1.SchemeGroupVersion.WithResource("keyvaluestores")
+		obj, err := f.kvs.Tracker().Get(gvr, "ns", "s")
+		require.NoError(t, err)
+		changed := obj.(*v1alpha1.KeyValueStore).DeepCopy()
+		changed.Generation = 2
+		changed.Spec.Proxy.Image = "envoy:2"
+		require.NoError(t, f.kvs.Tracker().Update(gvr, changed, "ns"))
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), "s", errors.New("changed"))
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.True(t, conflicted)
+	st := f.stored(kvs).Status
+	assert.False(t, st.Phase == v1alpha1.PhaseReady && st.ObservedGeneration == 2, "Ready at generation 2, whose proxy image was never applied")
 }
