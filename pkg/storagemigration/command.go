@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
 )
 
 // NewCommand returns `migrate-storage`, run against a live server through
@@ -38,7 +40,11 @@ and update on the resources. See docs/api.md, "Upgrading".`,
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
 			}
-			client, err := dynamic.NewForConfig(config)
+			// Protobuf both ways: objects go back with the bytes they were
+			// read with (see Run).
+			config.ContentType = runtime.ContentTypeProtobuf
+			config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+			client, err := versioned.NewForConfig(config)
 			if err != nil {
 				return err
 			}

@@ -11,14 +11,19 @@ package storagemigration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
+	kvstorev1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1beta1"
 )
 
 // FieldManager names the migration in managedFields. A rewrite changes no
@@ -28,13 +33,14 @@ const FieldManager = "kvstore-migrate-storage"
 // DefaultResources are the resources a migration rewrites: every resource
 // of kvstore.io that is stored, through the preferred version.
 var DefaultResources = []schema.GroupVersionResource{
-	{Group: "kvstore.io", Version: "v1beta1", Resource: "keyvaluestores"},
-	{Group: "kvstore.io", Version: "v1beta1", Resource: "keyvaluestorebackups"},
+	v1beta1.SchemeGroupVersion.WithResource("keyvaluestores"),
+	v1beta1.SchemeGroupVersion.WithResource("keyvaluestorebackups"),
 }
 
 // Options say what to migrate and how.
 type Options struct {
-	// Resources to rewrite; DefaultResources when empty.
+	// Resources to rewrite; DefaultResources when empty. Each must be one
+	// of DefaultResources.
 	Resources []schema.GroupVersionResource
 	// PageSize is how many objects one list call returns (default 100).
 	PageSize int64
@@ -61,7 +67,13 @@ type Result struct {
 // Run rewrites every object of every resource and returns what it did. It
 // goes on past objects it cannot write and returns an error naming them
 // all at the end; it stops only when listing fails or ctx ends.
-func Run(ctx context.Context, client dynamic.Interface, opts Options) ([]Result, error) {
+//
+// client should speak protobuf (NewCommand's does): an object goes back
+// with the bytes it was read with. JSON would turn bytes that are not valid
+// UTF-8, which protobuf clients could store (in annotations, in
+// spec.backup.command before it was checked), into U+FFFD, and the rewrite
+// would store that change.
+func Run(ctx context.Context, client versioned.Interface, opts Options) ([]Result, error) {
 	resources := opts.Resources
 	if len(resources) == 0 {
 		resources = DefaultResources
@@ -73,7 +85,11 @@ func Run(ctx context.Context, client dynamic.Interface, opts Options) ([]Result,
 	var results []Result
 	failed := 0
 	for _, gvr := range resources {
-		res, err := migrateResource(ctx, client.Resource(gvr), gvr, pageSize)
+		rc, ok := resourceClients[gvr]
+		if !ok {
+			return results, fmt.Errorf("cannot migrate %s: not one of %v", gvr, DefaultResources)
+		}
+		res, err := migrateResource(ctx, rc(client.KvstoreV1beta1()), gvr, pageSize)
 		results = append(results, res)
 		if opts.Out != nil {
 			fmt.Fprintf(opts.Out, "%s: %d rewritten, %d already in the storage version, %d changed or deleted meanwhile, %d failed\n",
@@ -93,36 +109,101 @@ func Run(ctx context.Context, client dynamic.Interface, opts Options) ([]Result,
 	return results, nil
 }
 
-func migrateResource(ctx context.Context, client dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, pageSize int64) (Result, error) {
+// resourceClient lists one resource's objects a page at a time and writes
+// one back, typed.
+type resourceClient struct {
+	list   func(ctx context.Context, opts metav1.ListOptions) (items []metav1.Object, continueToken string, err error)
+	update func(ctx context.Context, obj metav1.Object) (metav1.Object, error)
+}
+
+var resourceClients = map[schema.GroupVersionResource]func(kvstorev1beta1.KvstoreV1beta1Interface) resourceClient{
+	DefaultResources[0]: func(c kvstorev1beta1.KvstoreV1beta1Interface) resourceClient {
+		return resourceClient{
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+				l, err := c.KeyValueStores("").List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				return objects(l.Items), l.Continue, nil
+			},
+			update: func(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
+				return c.KeyValueStores(obj.GetNamespace()).Update(ctx, obj.(*v1beta1.KeyValueStore), metav1.UpdateOptions{FieldManager: FieldManager})
+			},
+		}
+	},
+	DefaultResources[1]: func(c kvstorev1beta1.KvstoreV1beta1Interface) resourceClient {
+		return resourceClient{
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+				l, err := c.KeyValueStoreBackups("").List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				return objects(l.Items), l.Continue, nil
+			},
+			update: func(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
+				return c.KeyValueStoreBackups(obj.GetNamespace()).Update(ctx, obj.(*v1beta1.KeyValueStoreBackup), metav1.UpdateOptions{FieldManager: FieldManager})
+			},
+		}
+	},
+}
+
+// objects are pointers to items, as metav1.Objects.
+func objects[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+func migrateResource(ctx context.Context, client resourceClient, gvr schema.GroupVersionResource, pageSize int64) (Result, error) {
 	res := Result{Resource: gvr}
+	// done counts each object once when a list has to start over.
+	done := map[types.UID]bool{}
 	opts := metav1.ListOptions{Limit: pageSize}
 	for {
-		list, err := client.List(ctx, opts)
+		items, next, err := client.list(ctx, opts)
 		if apierrors.IsResourceExpired(err) {
-			// The continue token outlived etcd's compaction: start over.
-			// What is done stays done, and is skipped without a write.
-			opts.Continue = ""
+			// The continue token outlived etcd's compaction. Go on from
+			// where the list was with the token the 410 carries (what it
+			// misses was written since, so in the storage version already);
+			// without one, start over.
+			opts.Continue = inconsistentContinue(err)
 			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
 		}
-		for i := range list.Items {
-			rewrite(ctx, client, &list.Items[i], &res)
+		for _, obj := range slices.DeleteFunc(items, func(o metav1.Object) bool { return done[o.GetUID()] }) {
+			rewrite(ctx, client, obj, &res)
+			done[obj.GetUID()] = true
 		}
-		if list.GetContinue() == "" {
+		if next == "" {
 			return res, nil
 		}
-		opts.Continue = list.GetContinue()
+		opts.Continue = next
 	}
+}
+
+// inconsistentContinue is the continue token an expired list's 410 offers
+// to go on without a consistent snapshot ("" if none).
+func inconsistentContinue(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().ListMeta.Continue
+	}
+	return ""
 }
 
 // rewrite writes obj back unchanged. Its resourceVersion is a precondition:
 // an object changed since the list was written by someone else in the
 // storage version already, and is not overwritten with the listed copy.
-func rewrite(ctx context.Context, client dynamic.NamespaceableResourceInterface, obj *unstructured.Unstructured, res *Result) {
+func rewrite(ctx context.Context, client resourceClient, obj metav1.Object, res *Result) {
 	sent := obj.GetResourceVersion()
-	updated, err := client.Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	updated, err := client.update(ctx, obj)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		res.Gone++

@@ -9,21 +9,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/fake"
 )
 
-func store(name, rv string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("kvstore.io/v1beta1")
-	u.SetKind("KeyValueStore")
-	u.SetNamespace("default")
-	u.SetName(name)
-	u.SetResourceVersion(rv)
-	return u
+// store is the one fixture: a stored KeyValueStore at resourceVersion rv.
+func store(name, rv string) *v1beta1.KeyValueStore {
+	return &v1beta1.KeyValueStore{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: name, UID: types.UID("uid-" + name), ResourceVersion: rv}}
+}
+
+// newClient is a fake clientset holding objs; every write goes through
+// update's answer.
+func newClient(update func(*v1beta1.KeyValueStore) (runtime.Object, error), objs ...runtime.Object) *fake.Clientset {
+	client := fake.NewSimpleClientset(objs...) //nolint:staticcheck // no apply here: the simple clientset is enough
+	client.PrependReactor("update", "keyvaluestores", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := update(action.(clienttesting.UpdateAction).GetObject().(*v1beta1.KeyValueStore))
+		return true, obj, err
+	})
+	return client
 }
 
 // Each object is written back once, with its resourceVersion; what the
@@ -31,34 +40,28 @@ func store(name, rv string) *unstructured.Unstructured {
 // the others.
 func TestRunCountsEachOutcome(t *testing.T) {
 	gvr := DefaultResources[0]
-	scheme := runtime.NewScheme()
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
-		map[schema.GroupVersionResource]string{gvr: "KeyValueStoreList"},
-		store("migrated", "1"), store("current", "2"), store("gone", "3"), store("raced", "4"), store("broken", "5"))
-
 	var sentVersions []string
-	client.PrependReactor("update", "keyvaluestores", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		obj := action.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured)
-		sentVersions = append(sentVersions, obj.GetName()+"@"+obj.GetResourceVersion())
+	client := newClient(func(obj *v1beta1.KeyValueStore) (runtime.Object, error) {
+		sentVersions = append(sentVersions, obj.Name+"@"+obj.ResourceVersion)
 		gr := gvr.GroupResource()
-		switch obj.GetName() {
+		switch obj.Name {
 		case "migrated":
 			out := obj.DeepCopy()
-			out.SetResourceVersion("10")
-			return true, out, nil
+			out.ResourceVersion = "10"
+			return out, nil
 		case "current":
-			return true, obj.DeepCopy(), nil // no write: same resourceVersion
+			return obj.DeepCopy(), nil // no write: same resourceVersion
 		case "gone":
-			return true, nil, apierrors.NewNotFound(gr, obj.GetName())
+			return nil, apierrors.NewNotFound(gr, obj.Name)
 		case "raced":
-			return true, nil, apierrors.NewConflict(gr, obj.GetName(), fmt.Errorf("changed"))
+			return nil, apierrors.NewConflict(gr, obj.Name, fmt.Errorf("changed"))
 		default:
-			return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd is down"))
+			return nil, apierrors.NewInternalError(fmt.Errorf("etcd is down"))
 		}
-	})
+	}, store("migrated", "1"), store("current", "2"), store("gone", "3"), store("raced", "4"), store("broken", "5"))
 
 	var out strings.Builder
-	results, err := Run(context.Background(), client, Options{Resources: []schema.GroupVersionResource{gvr}, Out: &out})
+	results, err := Run(context.Background(), client, Options{Resources: DefaultResources[:1], Out: &out})
 	require.Error(t, err, "a failed object fails the run")
 	assert.Contains(t, err.Error(), "1 objects could not be rewritten")
 	require.Len(t, results, 1)
@@ -76,14 +79,49 @@ func TestRunCountsEachOutcome(t *testing.T) {
 }
 
 func TestRunStopsWhenListingFails(t *testing.T) {
-	gvr := DefaultResources[0]
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvr: "KeyValueStoreList", DefaultResources[1]: "KeyValueStoreBackupList"})
+	client := fake.NewSimpleClientset() //nolint:staticcheck // see newClient
 	client.PrependReactor("list", "keyvaluestores", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(gvr.GroupResource(), "", fmt.Errorf("no"))
+		return true, nil, apierrors.NewForbidden(DefaultResources[0].GroupResource(), "", fmt.Errorf("no"))
 	})
 	results, err := Run(context.Background(), client, Options{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "list keyvaluestores.kvstore.io")
 	assert.Len(t, results, 1, "the backups are not reached")
+}
+
+// A list whose continue token expired (410) goes on with the token the
+// 410 offers, or starts over; either way each object is written and
+// counted once. Before, a restart counted the first pages twice.
+func TestRunAfterAnExpiredContinueToken(t *testing.T) {
+	for name, offered := range map[string]string{"with the 410's token": "inconsistent", "starting over": ""} {
+		t.Run(name, func(t *testing.T) {
+			writes := map[string]int{}
+			client := newClient(func(obj *v1beta1.KeyValueStore) (runtime.Object, error) {
+				writes[obj.Name]++
+				return obj.DeepCopy(), nil
+			})
+			pages := map[string]*v1beta1.KeyValueStoreList{
+				"":             {Items: []v1beta1.KeyValueStore{*store("a", "1"), *store("b", "2")}, ListMeta: metav1.ListMeta{Continue: "page2"}},
+				"inconsistent": {Items: []v1beta1.KeyValueStore{*store("c", "3")}},
+			}
+			expired := false
+			client.PrependReactor("list", "keyvaluestores", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				cont := action.(clienttesting.ListActionImpl).GetListOptions().Continue
+				if cont == "page2" {
+					if !expired {
+						expired = true
+						gone := apierrors.NewResourceExpired("continue token expired")
+						gone.ErrStatus.ListMeta.Continue = offered
+						return true, nil, gone
+					}
+					return true, pages["inconsistent"], nil
+				}
+				return true, pages[cont], nil
+			})
+			results, err := Run(context.Background(), client, Options{Resources: DefaultResources[:1], PageSize: 2})
+			require.NoError(t, err)
+			assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, writes)
+			assert.Equal(t, 3, results[0].Unchanged, "%+v", results[0])
+		})
+	}
 }

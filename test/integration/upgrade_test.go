@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,6 +58,9 @@ func oldStore(namespace, name string) *v1alpha1.KeyValueStore {
 		},
 	}
 }
+
+// latin1 is "café" in ISO 8859-1: not valid UTF-8.
+const latin1 = "caf\xe9"
 
 // putOld writes obj into etcd encoded as v1alpha1, as the old server did
 // (protobuf, or JSON as a server before the protobuf switch did).
@@ -113,7 +116,13 @@ func TestUpgradeFromV1alpha1Storage(t *testing.T) {
 		if name == "json" {
 			mediaType = runtime.ContentTypeJSON
 		}
-		putOld(t, ec, key("keyvaluestores", name), oldStore(namespace, name), mediaType)
+		old := oldStore(namespace, name)
+		if name == "kept" {
+			// Bytes that are not UTF-8, as a protobuf client could store
+			// them: JSON would serve them as U+FFFD.
+			old.Annotations = map[string]string{"note": latin1}
+		}
+		putOld(t, ec, key("keyvaluestores", name), old, mediaType)
 	}
 	backup := &v1alpha1.KeyValueStoreBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: namespace, UID: "uid-nightly", Generation: 1,
@@ -209,10 +218,14 @@ func TestUpgradeFromV1alpha1Storage(t *testing.T) {
 	_, err = beta.Get(ctx, "deleted", metav1.GetOptions{})
 	require.Error(t, err)
 
-	// The migration, with small pages so it follows continue tokens.
-	dyn := dynamic.NewForConfigOrDie(srv.Config)
+	// The migration, with small pages so it follows continue tokens, over
+	// protobuf as migrate-storage speaks.
+	protoConfig := rest.CopyConfig(srv.Config)
+	protoConfig.ContentType = runtime.ContentTypeProtobuf
+	protoConfig.AcceptContentTypes = runtime.ContentTypeProtobuf
+	proto := versioned.NewForConfigOrDie(protoConfig)
 	var out strings.Builder
-	results, err := storagemigration.Run(ctx, dyn, storagemigration.Options{PageSize: 2, Out: &out})
+	results, err := storagemigration.Run(ctx, proto, storagemigration.Options{PageSize: 2, Out: &out})
 	require.NoError(t, err, out.String())
 	t.Log(out.String())
 	require.Len(t, results, 2)
@@ -235,10 +248,13 @@ func TestUpgradeFromV1alpha1Storage(t *testing.T) {
 	assert.Equal(t, want.Status.Phase, kept.Status.Phase)
 	assert.Equal(t, want.Finalizers, kept.Finalizers)
 	assert.EqualValues(t, 1, kept.Generation, "a rewrite is not a spec change")
+	keptProto, err := proto.KvstoreV1alpha1().KeyValueStores(namespace).Get(ctx, "kept", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, latin1, keptProto.Annotations["note"], "the rewrite keeps bytes JSON cannot carry")
 
 	// A second run writes nothing.
 	rvBefore := kept.ResourceVersion
-	results, err = storagemigration.Run(ctx, dyn, storagemigration.Options{})
+	results, err = storagemigration.Run(ctx, proto, storagemigration.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 0, results[0].Rewritten+results[1].Rewritten, "%+v", results)
 	assert.Equal(t, 4, results[0].Unchanged)
