@@ -414,6 +414,12 @@ func TestClientServiceFollowsAReadyProxy(t *testing.T) {
 	kube, _ = f.writes()
 	assert.Equal(t, []string{"apply services s", "delete deployments s-proxy"}, kube)
 	assert.Equal(t, ComponentData, selector())
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Deleted proxy Deployment s-proxy")
+	// The cache still holds it: the next pass's delete finds nothing, and
+	// tells nothing (before the fix: a second "Deleted" event).
+	_, err = f.sync(off)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(f.events(), "\n"), "Deleted proxy Deployment")
 }
 
 // Item 8 and the restart test: every step of the teardown, one pass at a

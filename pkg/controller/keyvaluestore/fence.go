@@ -3,6 +3,7 @@ package keyvaluestore
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -20,8 +21,11 @@ import (
 // of the Lease. Other replicas can take the Lease no earlier than a lease
 // duration after they saw that renewal, so validFor (the renew deadline,
 // shorter than the lease duration) leaves the difference as margin for a
-// request in flight. A write sent before the fence closed can still land
-// after it; that is bounded by the request's own timeout.
+// request in flight. A write also carries the fence's closing time as its
+// deadline: one that passed the check and was then held up (the process
+// paused before the request went out, a slow connection) is abandoned when
+// the fence closes instead of going out late. One the server has already
+// received may still be applied: client-side, nothing bounds that.
 type fence struct {
 	mu       sync.Mutex
 	renewed  time.Time // start of the last successful acquire or renew; zero: not leading
@@ -35,18 +39,26 @@ func newFence(validFor time.Duration) *fence {
 
 // open reports nil if a write may go out now, else why not.
 func (f *fence) open() error {
+	_, err := f.remaining()
+	return err
+}
+
+// remaining is how long the fence stays open (0 without leader election:
+// for ever), or why it is closed.
+func (f *fence) remaining() (time.Duration, error) {
 	if f == nil {
-		return nil // no leader election: the only writer
+		return 0, nil // no leader election: the only writer
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.renewed.IsZero() {
-		return fmt.Errorf("not writing: this replica does not hold the controller's leader Lease")
+		return 0, fmt.Errorf("not writing: this replica does not hold the controller's leader Lease")
 	}
-	if age := f.now().Sub(f.renewed); age >= f.validFor {
-		return fmt.Errorf("not writing: this replica last renewed the controller's leader Lease %s ago (more than %s); another replica may lead", age.Round(time.Millisecond), f.validFor)
+	age := f.now().Sub(f.renewed)
+	if age >= f.validFor {
+		return 0, fmt.Errorf("not writing: this replica last renewed the controller's leader Lease %s ago (more than %s); another replica may lead", age.Round(time.Millisecond), f.validFor)
 	}
-	return nil
+	return f.validFor - age, nil
 }
 
 func (f *fence) renewedAt(t time.Time) {
@@ -84,7 +96,8 @@ func (l fencedLock) record(ler resourcelock.LeaderElectionRecord, write func() e
 	return err
 }
 
-// fencedTransport refuses every request but reads while the fence is closed.
+// fencedTransport refuses every request but reads while the fence is
+// closed, and abandons a write still unsent when the fence closes.
 type fencedTransport struct {
 	next  http.RoundTripper
 	fence *fence
@@ -93,12 +106,34 @@ type fencedTransport struct {
 func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
-		if err := t.fence.open(); err != nil {
-			return nil, err
-		}
+		return t.next.RoundTrip(req)
 	}
-	return t.next.RoundTrip(req)
+	left, err := t.fence.remaining()
+	if err != nil {
+		return nil, err
+	}
+	if left == 0 {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), left)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a request's context once its response is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	defer b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // wrap puts the fence in front of a client's transport.

@@ -80,3 +80,43 @@ func TestNilFenceIsOpen(t *testing.T) {
 	var f *fence
 	assert.NoError(t, f.open())
 }
+
+// A write that passed the fence and is then held up (the process paused
+// before it went out, a slow connection) is abandoned when the fence
+// closes, not sent late into another replica's term. Before, nothing
+// bounded it: the comment promised the request's own timeout, and the
+// controller's clients set none.
+func TestFenceAbandonsAWriteHeldPastItsClosing(t *testing.T) {
+	f := newFence(200 * time.Millisecond)
+	lock := fencedLock{Interface: &fakeLock{id: "me"}, fence: f}
+	require.NoError(t, lock.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}))
+	held := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(5 * time.Second):
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+		}
+	})
+	req, err := http.NewRequest(http.MethodPatch, "http://kube-apiserver.invalid/apis/apps/v1/statefulsets/s", nil)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = f.wrap(held).RoundTrip(req)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second, "abandoned when the fence closed")
+
+	// Reads carry no deadline of the fence's (watches last).
+	req, err = http.NewRequest(http.MethodGet, "http://kube-apiserver.invalid/api/v1/pods?watch=true", nil)
+	require.NoError(t, err)
+	var deadline bool
+	_, err = f.wrap(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		_, deadline = req.Context().Deadline()
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})).RoundTrip(req)
+	require.NoError(t, err)
+	assert.False(t, deadline)
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -154,12 +154,16 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 		return sts, proxy, boot, err
 	}
 	if want == 0 && proxy != nil {
-		if err := c.kube.AppsV1().Deployments(kvs.Namespace).Delete(ctx, proxy.Name, metav1.DeleteOptions{
+		err := c.kube.AppsV1().Deployments(kvs.Namespace).Delete(ctx, proxy.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &proxy.UID},
-		}); err != nil && !apierrors.IsNotFound(err) {
+		})
+		switch {
+		case apierrors.IsNotFound(err): // gone already; the cache had not seen it
+		case err != nil:
 			return sts, proxy, boot, fmt.Errorf("delete proxy Deployment %s: %w", proxy.Name, err)
+		default:
+			c.recorder.Eventf(kvs, corev1.EventTypeNormal, "Deleted", "Deleted proxy Deployment %s (spec.proxy.replicas is 0)", proxy.Name)
 		}
-		c.recorder.Eventf(kvs, corev1.EventTypeNormal, "Deleted", "Deleted proxy Deployment %s (spec.proxy.replicas is 0)", proxy.Name)
 		proxy = nil
 	}
 	return sts, proxy, boot, nil

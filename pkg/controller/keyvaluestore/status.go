@@ -107,7 +107,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete, "all replicas run the current spec and are ready")
 	case kvs.Spec.Paused && sts == nil:
 		st.Phase = v1alpha1.PhasePending
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "paused before any workload was created")
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, "paused; no data tier exists (none was created yet, or it was deleted while paused)")
 	case dataReady && !boot.done:
 		st.Phase = v1alpha1.PhaseBootstrapping
 		msg := "waiting for the bootstrap Job"
