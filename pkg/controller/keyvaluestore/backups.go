@@ -3,9 +3,11 @@ package keyvaluestore
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -170,15 +173,16 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 }
 
 // takenForAnother says b was taken for another store than kvs, an earlier
-// one of the same name: the controller says which in the annotation of the
-// backups it creates; a Manual backup names its store by name only, and one
-// whose first attempt started before kvs was created started for an earlier
-// store (that store's teardown came between the two).
+// one of the same name, as its annotation says: set at creation on the
+// controller's own backups, before the first attempt on a Manual one. A
+// Manual backup started by an earlier version has none; one whose first
+// attempt started before kvs was created started for an earlier store (that
+// store's teardown came between the two).
 func takenForAnother(b *v1alpha1.KeyValueStoreBackup, kvs *v1alpha1.KeyValueStore) bool {
 	if uid := b.Annotations[storeUIDAnnotation]; uid != "" {
 		return uid != string(kvs.UID)
 	}
-	return b.Status.StartTime != nil && b.Status.StartTime.Before(&kvs.CreationTimestamp)
+	return b.Status.Attempts > 0 && b.Status.StartTime != nil && b.Status.StartTime.Before(&kvs.CreationTimestamp)
 }
 
 // takenFor names the store a backup taken for another was taken for.
@@ -282,9 +286,15 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	existing, err := c.backupJobOf(ctx, b, attempt)
 	var inTheWay *objectInTheWayError
 	if errors.As(err, &inTheWay) {
-		return c.jobNotCreated(ctx, b, attempt, ReasonJobInTheWay, inTheWay.Error())
+		existing, err = c.jobInTheWay(ctx, b, name)
+		if err != nil {
+			return c.jobNotStarted(ctx, b, attempt, err, inTheWay)
+		}
 	}
 	if err != nil {
+		return result{}, err
+	}
+	if err := c.markStore(ctx, kvs, b); err != nil {
 		return result{}, err
 	}
 	if existing == nil {
@@ -292,6 +302,10 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			switch {
 			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				return result{}, c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")
+			case exceededQuota(err):
+				// Quota frees up as other Jobs finish: wait, as kube's own
+				// controllers do for Pods.
+				return c.jobWaits(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			case isPermanent(err):
 				return c.jobNotCreated(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			}
@@ -320,17 +334,96 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 // jobNotCreated records that the attempt's Job cannot be created. A Manual
 // or Scheduled backup fails with reason: waiting, it would hold every later
 // backup of its store behind it, silently. A Final backup has no attempt
-// limit (the store's data waits for it): it says why, and tries again after
-// waitFallback; the store's teardown shows the message.
+// limit (the store's data waits for it): it waits (jobWaits); the store's
+// teardown shows the message.
 func (c *Controller) jobNotCreated(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, reason, why string) (result, error) {
-	msg := fmt.Sprintf("attempt %d cannot start: %s", attempt, why)
 	if b.Spec.Reason != v1alpha1.BackupReasonFinal {
-		return result{}, c.failBackup(ctx, b, reason, msg)
+		return result{}, c.failBackup(ctx, b, reason, fmt.Sprintf("attempt %d cannot start: %s", attempt, why))
 	}
-	msg += fmt.Sprintf("; tried again every %s", waitFallback)
+	return c.jobWaits(ctx, b, attempt, reason, why)
+}
+
+// jobWaits says why the attempt's Job cannot be created yet, once (with a
+// Warning event), and tries again after waitFallback.
+func (c *Controller) jobWaits(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, reason, why string) (result, error) {
+	msg := fmt.Sprintf("attempt %d cannot start: %s; tried again every %s", attempt, why, waitFallback)
 	return result{requeueAfter: waitFallback}, c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 		st.Message = msg
 	}, corev1.EventTypeWarning, reason)
+}
+
+// exceededQuota says kube-apiserver's ResourceQuota admission refused a
+// create: a 403 whose message the plugin words "exceeded quota: ..." (it
+// carries no cause of its own).
+func exceededQuota(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
+// errJobGoing: the Job of the attempt's name is an earlier backup's of the
+// same name, or is being deleted; the garbage collector removes it soon.
+var errJobGoing = errors.New("being deleted")
+
+// jobInTheWay reads live the Job that the cache says b does not control:
+// gone (nil: the cache was behind), b's after all, going (errJobGoing), or
+// in the way for good (an *objectInTheWayError).
+func (c *Controller) jobInTheWay(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, name string) (*batchv1.Job, error) {
+	job, err := c.jobKind.live(ctx, b.Namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get backup Job %s: %w", name, err)
+	case metav1.IsControlledBy(job, b):
+		return job, nil
+	}
+	// A backup deleted and created again under the same name (kubectl
+	// replace --force) finds the earlier one's Job until the garbage
+	// collector has deleted it.
+	if ref := metav1.GetControllerOfNoCopy(job); job.DeletionTimestamp != nil ||
+		ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == b.Name && ref.UID != b.UID {
+		return nil, errJobGoing
+	}
+	return nil, &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: name, holder: holder(job)}
+}
+
+// jobNotStarted records why the attempt's Job is not there to be started:
+// err is from jobInTheWay.
+func (c *Controller) jobNotStarted(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, err error, inTheWay *objectInTheWayError) (result, error) {
+	name := backupJobName(b, attempt)
+	switch {
+	case errors.Is(err, errJobGoing):
+		return result{requeueAfter: jobGoingWait}, c.markBackupWaiting(ctx, b,
+			fmt.Sprintf("waiting for Job %s, of an earlier backup of this name or being deleted, to be gone", name))
+	case errors.As(err, &inTheWay):
+		return c.jobNotCreated(ctx, b, attempt, ReasonJobInTheWay, inTheWay.Error())
+	}
+	return result{}, err
+}
+
+// jobGoingWait is how often a backup looks again for a Job being deleted.
+const jobGoingWait = 5 * time.Second
+
+// markStore records on a Manual backup, before its first Job, the UID of
+// the store it backs up (the controller's own backups carry it from their
+// creation): a retry then never backs up another store of the same name.
+func (c *Controller) markStore(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) error {
+	if b.Annotations[storeUIDAnnotation] != "" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": b.ResourceVersion,
+		"annotations":     map[string]string{storeUIDAnnotation: string(kvs.UID)},
+	}})
+	if err != nil {
+		return err
+	}
+	updated, err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Patch(ctx, b.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("record the store's UID on backup %s: %w", b.Name, err)
+	}
+	*b = *updated
+	return nil
 }
 
 func (c *Controller) completeBackup(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job) error {

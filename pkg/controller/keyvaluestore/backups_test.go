@@ -351,16 +351,57 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		_, err = f.kube.BatchV1().Jobs("ns").Get(context.Background(), "s-bootstrap-1", metav1.GetOptions{})
 		assert.NoError(t, err, "the Job in the way is left alone")
 	})
-	t.Run("its Job is refused", func(t *testing.T) {
+	t.Run("its Job's name is held by an earlier backup of that name", func(t *testing.T) {
+		// kubectl replace --force: the earlier backup's Job goes with it,
+		// once the garbage collector gets to it.
+		kvs := newStore(withBackup)
+		earlier := newBackup("b", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) { b.UID = "uid-earlier" })
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual),
+			newJob("b-1", metav1.NewControllerRef(earlier, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"))))
+		res, err := f.sync(kvs)
+		require.NoError(t, err)
+		assert.Equal(t, jobGoingWait, res.requeueAfter)
+		b := f.backup("b")
+		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "waits, does not fail")
+		assert.Contains(t, b.Status.Message, "waiting for Job b-1")
+		f.deleteJob("b-1")
+		f.refreshCache("ns")
+		_, err = f.sync(kvs)
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "apply jobs b-1")
+	})
+	t.Run("the cache still holds a Job the server deleted", func(t *testing.T) {
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		f.cache(newJob("b-1", nil))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "apply jobs b-1", "read live before calling it in the way")
+	})
+	t.Run("its Job is refused by a quota", func(t *testing.T) {
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		f.refuseJobs("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10")
+		res, err := f.sync(kvs)
+		require.NoError(t, err)
+		assert.Equal(t, waitFallback, res.requeueAfter)
+		b := f.backup("b")
+		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "quota frees up: it waits")
+		assert.Contains(t, b.Status.Message, "exceeded quota")
+		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
+	})
+	t.Run("its Job is refused by a policy", func(t *testing.T) {
 		kvs := newStore(withBackup)
 		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual), later())
-		f.refuseJobs()
+		f.refuseJobs(`admission webhook "policy.example.com" denied the request: hostPath volumes are not allowed`)
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		b := f.backup("b")
 		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
 		assert.Equal(t, ReasonJobRefused, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
-		assert.Contains(t, b.Status.Message, "exceeded quota")
+		assert.Contains(t, b.Status.Message, "denied the request")
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
 	})
 	t.Run("a Final backup's Job is refused", func(t *testing.T) {
@@ -369,28 +410,27 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		f.refreshCache("ns")
-		f.refuseJobs()
+		f.refuseJobs(`admission webhook "policy.example.com" denied the request`)
 		res, err := f.sync(f.stored(kvs))
 		require.NoError(t, err, "not a sync error: the rate limiter must not drive retries")
 		assert.Equal(t, waitFallback, res.requeueAfter)
 		b := f.backup(finalBackupName(kvs))
 		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "a Final backup has no attempt limit: it is tried again")
-		assert.Contains(t, b.Status.Message, "exceeded quota")
+		assert.Contains(t, b.Status.Message, "denied the request")
 		f.refreshCache("ns")
 		_, err = f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
 		require.NotNil(t, c)
-		assert.Contains(t, c.Message, "exceeded quota", "the store says why its teardown waits")
+		assert.Contains(t, c.Message, "denied the request", "the store says why its teardown waits")
 	})
 }
 
-// refuseJobs makes kube-apiserver refuse every Job, as a ResourceQuota on
-// count/jobs.batch does once it is used up.
-func (f *fixture) refuseJobs() {
+// refuseJobs makes kube-apiserver refuse every Job with a 403 saying why,
+// as an admission policy or a used-up ResourceQuota does.
+func (f *fixture) refuseJobs(why string) {
 	f.kube.PrependReactor("patch", "jobs", func(a core.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), a.(core.PatchAction).GetName(),
-			errors.New("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10"))
+		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), a.(core.PatchAction).GetName(), errors.New(why))
 	})
 }
 
@@ -451,4 +491,31 @@ func TestBackupStatusWriteLeavesTheCacheAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase)
 	assert.Empty(t, cached.(*v1alpha1.KeyValueStoreBackup).Status.Phase, "the cached object is unchanged")
+}
+
+// A Manual backup records, before its first Job, the UID of the store it
+// backs up: a retry after that store was deleted and another created under
+// its name fails instead of backing up the new store (clock-free; the
+// start-time rule above is only for backups started by earlier versions).
+func TestManualBackupRecordsItsStore(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Contains(t, own, "patch keyvaluestorebackups b")
+	assert.Equal(t, "uid-1", f.backup("b").Annotations[storeUIDAnnotation])
+
+	// Attempt 1 fails; the store is replaced by another of its name, created
+	// in the same second (the start-time rule would not see it).
+	f.finishJob("b-1", batchv1.JobFailed)
+	next := newStore(withBackup, func(k *v1alpha1.KeyValueStore) { k.UID = "uid-2" })
+	require.NoError(t, f.kvs.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("keyvaluestores"), next, "ns"))
+	f.refreshCache("ns")
+	f.now = f.now.Add(time.Hour)
+	_, err = f.sync(next)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply jobs b-2")
+	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
 }

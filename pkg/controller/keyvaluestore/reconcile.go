@@ -90,7 +90,9 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		return st
 	})
 	if statusErr == nil {
-		c.recordBootstrapEvent(kvs, bootstrapped, boot.condition)
+		// From what was recorded: a write skipped for a newer generation
+		// recorded nothing to tell.
+		c.recordBootstrapEvent(kvs, bootstrapped, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped))
 		c.recordScheduledBackupEvent(kvs, scheduled)
 		// A refusal is told once, when it is first recorded, not per retry.
 		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !sameCondition(progressing, now) &&

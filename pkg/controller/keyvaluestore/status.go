@@ -118,12 +118,6 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case wasReady && gen != readyGeneration:
 		st.Phase = v1alpha1.PhaseUpgrading
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
-	case wasReady && sts != nil && sts.Status.CurrentRevision != sts.Status.UpdateRevision:
-		// A rollout the store did not ask for (kubectl rollout restart, a
-		// hand edit the apply repaired): replicas restart, none are lost.
-		st.Phase = v1alpha1.PhaseUpgrading
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("StatefulSet %s rolls out revision %s: %d/%d replicas updated",
-			sts.Name, sts.Status.UpdateRevision, st.UpdatedReplicas, desired))
 	case wasReady:
 		// Same spec that was once fully ready: replicas were lost.
 		st.Phase = v1alpha1.PhaseDegraded

@@ -70,15 +70,16 @@ func TestObservePhases(t *testing.T) {
 			wasReadyAt(k, 1)
 			return readySts("redis:7.2", 3), errors.New("timeout")
 		}, v1alpha1.PhaseReady, false},
-		// kubectl rollout restart (or a hand edit the apply repaired): a new
-		// revision rolls with no change to the store. Before the fix, the
-		// replica restarting was reported as lost (Degraded, a Warning).
+		// kubectl rollout restart: a new revision rolls with no change to
+		// the store. The replica restarting does not serve: Degraded, as
+		// for any lost replica (a new revision that never gets ready must
+		// warn, not show Upgrading for ever).
 		{"StatefulSet rolling a revision the store did not ask for", func(k *v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
 			wasReadyAt(k, 1)
 			s := readySts("redis:7.2", 3)
 			s.Status.CurrentRevision, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = "r1", 2, 1
 			return s, nil
-		}, v1alpha1.PhaseUpgrading, false},
+		}, v1alpha1.PhaseDegraded, true},
 		{"image pinned to a digest by an admission webhook", func(*v1alpha1.KeyValueStore) (*appsv1.StatefulSet, error) {
 			return readySts("redis:7.2@sha256:"+strings.Repeat("a", 64), 3), nil
 		}, v1alpha1.PhaseReady, false},
