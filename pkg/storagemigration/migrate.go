@@ -82,14 +82,16 @@ func Run(ctx context.Context, client versioned.Interface, opts Options) ([]Resul
 	if pageSize <= 0 {
 		pageSize = 100
 	}
+	for _, gvr := range resources {
+		if _, ok := resourceClients[gvr]; !ok {
+			// Before anything is written: a typo must not leave half a run.
+			return nil, fmt.Errorf("cannot migrate %s: not one of %v", gvr, DefaultResources)
+		}
+	}
 	var results []Result
 	failed := 0
 	for _, gvr := range resources {
-		rc, ok := resourceClients[gvr]
-		if !ok {
-			return results, fmt.Errorf("cannot migrate %s: not one of %v", gvr, DefaultResources)
-		}
-		res, err := migrateResource(ctx, rc(client.KvstoreV1beta1()), gvr, pageSize)
+		res, err := migrateResource(ctx, resourceClients[gvr](client.KvstoreV1beta1()), gvr, pageSize)
 		results = append(results, res)
 		if opts.Out != nil {
 			fmt.Fprintf(opts.Out, "%s: %d rewritten, %d already in the storage version, %d changed or deleted meanwhile, %d failed\n",

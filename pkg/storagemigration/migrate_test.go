@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -124,4 +125,17 @@ func TestRunAfterAnExpiredContinueToken(t *testing.T) {
 			assert.Equal(t, 3, results[0].Unchanged, "%+v", results[0])
 		})
 	}
+}
+
+// An unknown resource is refused before anything is written.
+func TestRunRefusesAnUnknownResourceFirst(t *testing.T) {
+	var writes int
+	client := newClient(func(obj *v1beta1.KeyValueStore) (runtime.Object, error) {
+		writes++
+		return obj.DeepCopy(), nil
+	}, store("a", "1"))
+	_, err := Run(context.Background(), client, Options{Resources: []schema.GroupVersionResource{
+		DefaultResources[0], v1beta1.SchemeGroupVersion.WithResource("keyvaluestores.kvstore.io")}})
+	require.ErrorContains(t, err, "cannot migrate")
+	assert.Zero(t, writes)
 }

@@ -1,6 +1,8 @@
 package keyvaluestore
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,4 +150,22 @@ func TestAppliedMemoForgetsDeletedObjects(t *testing.T) {
 		m.forget(deleted)
 		assert.Empty(t, m.seen)
 	}
+}
+
+// An image an admission webhook pinned to a digest in our own apply (the
+// stored value, ours in managedFields, is "<image>@sha256:...") is what we
+// applied: before the fix every reconcile applied the StatefulSet again and
+// sent an "Updated" event.
+func TestImagePinnedByAdmissionIsNotReapplied(t *testing.T) {
+	f, kvs := created(t)
+	pinned := statefulSet(kvs, 3)
+	c := acDataContainer(pinned)
+	c.WithImage(*c.Image + "@sha256:" + strings.Repeat("0", 64))
+	_, err := f.kube.AppsV1().StatefulSets("ns").Apply(context.Background(), pinned, applyOptions)
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply statefulsets s")
 }

@@ -30,6 +30,9 @@ type ownedKind[T metav1.Object, AC any] struct {
 	// memo spares extract for an object unchanged since it last matched
 	// (nil: always extract).
 	memo *appliedMemo
+	// normalize, if set, makes the extracted fields equal to desired where
+	// they differ only as admission may rewrite them in our own request.
+	normalize func(live, desired AC)
 }
 
 // unchanged says cur carries, as ours in managedFields, exactly desired.
@@ -39,7 +42,13 @@ func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
 		return true
 	}
 	live, err := k.extract(cur)
-	if err != nil || !apiequality.Semantic.DeepEqual(live, desired) {
+	if err != nil {
+		return false
+	}
+	if k.normalize != nil {
+		k.normalize(live, desired)
+	}
+	if !apiequality.Semantic.DeepEqual(live, desired) {
 		return false
 	}
 	if memoable {

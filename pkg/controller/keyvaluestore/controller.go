@@ -116,6 +116,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 			extract: func(o *appsv1.StatefulSet) (*appsv1ac.StatefulSetApplyConfiguration, error) {
 				return appsv1ac.ExtractStatefulSet(o, FieldManager)
 			},
+			normalize: samePinnedImage,
 			apply: func(ctx context.Context, ns string, ac *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
 				return kube.AppsV1().StatefulSets(ns).Apply(ctx, ac, applyOptions)
 			},

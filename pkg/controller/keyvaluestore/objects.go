@@ -335,6 +335,31 @@ func sameImage(running, spec string) bool {
 	return running == spec || pinned && name == spec
 }
 
+// samePinnedImage takes the data container's image as applied when an
+// admission webhook pinned it to a digest in our own request (the stored
+// value, ours in managedFields, is then "<image>@sha256:..."): otherwise
+// every reconcile would apply the StatefulSet again, and tell so in an event.
+func samePinnedImage(live, desired *appsv1ac.StatefulSetApplyConfiguration) {
+	l, d := acDataContainer(live), acDataContainer(desired)
+	if l != nil && d != nil && l.Image != nil && d.Image != nil && sameImage(*l.Image, *d.Image) {
+		l.Image = d.Image
+	}
+}
+
+// acDataContainer is the data container of a StatefulSet apply
+// configuration (nil if none).
+func acDataContainer(sts *appsv1ac.StatefulSetApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+	if sts == nil || sts.Spec == nil || sts.Spec.Template == nil || sts.Spec.Template.Spec == nil {
+		return nil
+	}
+	cs := sts.Spec.Template.Spec.Containers
+	i := slices.IndexFunc(cs, func(c corev1ac.ContainerApplyConfiguration) bool { return ptr.Deref(c.Name, "") == dataContainerName })
+	if i < 0 {
+		return nil
+	}
+	return &cs[i]
+}
+
 // deploymentReady says every proxy replica is updated and available.
 func deploymentReady(d *appsv1.Deployment, want int32) bool {
 	if d == nil {
