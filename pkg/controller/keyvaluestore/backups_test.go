@@ -233,9 +233,7 @@ func TestBackupThatCannotRunFails(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		b := f.backup("s-final-old")
-		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
-		assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
-		assert.Contains(t, b.Status.Message, "uid-0")
+		assertFailedFor(t, b, ReasonStoreNotFound, "uid-0")
 		kube, _ := f.writes()
 		assert.NotContains(t, strings.Join(kube, " "), "apply jobs", "no Job runs for it against the new store")
 	})
@@ -340,9 +338,7 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		b := f.backup("s-bootstrap")
-		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
-		assert.Equal(t, ReasonJobInTheWay, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
-		assert.Contains(t, b.Status.Message, "s-bootstrap-1")
+		assertFailedFor(t, b, ReasonJobInTheWay, "s-bootstrap-1")
 		f.refreshCache("ns")
 		_, err = f.sync(f.stored(kvs))
 		require.NoError(t, err)
@@ -399,9 +395,7 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		b := f.backup("b")
-		assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
-		assert.Equal(t, ReasonJobRefused, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
-		assert.Contains(t, b.Status.Message, "denied the request")
+		assertFailedFor(t, b, ReasonJobRefused, "denied the request")
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
 	})
 	t.Run("a Final backup's Job is refused", func(t *testing.T) {
@@ -459,9 +453,7 @@ func TestBackupStartedForAnEarlierStoreIsNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.NotContains(t, kube, "apply jobs pre-migrate-2")
-	b := f.backup("pre-migrate")
-	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
-	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+	assertFailedFor(t, f.backup("pre-migrate"), ReasonStoreNotFound, "before this store was created")
 	assert.Nil(t, f.stored(kvs).Status.LastBackupTime, "the earlier store's backup is not this store's")
 }
 
@@ -517,5 +509,16 @@ func TestManualBackupRecordsItsStore(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.NotContains(t, kube, "apply jobs b-2")
-	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(f.backup("b").Status.Conditions, BackupConditionFailed).Reason)
+	assertFailedFor(t, f.backup("b"), ReasonStoreNotFound, "uid uid-1")
+}
+
+// assertFailedFor asserts b failed for good with reason, its message
+// containing msg.
+func assertFailedFor(t *testing.T, b *v1alpha1.KeyValueStoreBackup, reason, msg string) {
+	t.Helper()
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	c := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed)
+	require.NotNil(t, c)
+	assert.Equal(t, reason, c.Reason)
+	assert.Contains(t, b.Status.Message, msg)
 }
