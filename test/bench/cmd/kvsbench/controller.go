@@ -693,7 +693,7 @@ func (b *bench) controllerMarkdown() string {
 	fmt.Fprintf(&sb, "\n### Controller phase: %d stores of %d replicas and %d proxy replica(s), created → all Ready; then %d deleted → gone with final backups done\n\n",
 		c.Stores, c.Replicas, c.ProxyReplicas, c.Deleted)
 	fmt.Fprintf(&sb, "The same stores on both systems, created at concurrency %d by this tool (kvstore-apiserver: protobuf through the aggregator; the CRD: JSON), on kwok Nodes, each system in a fresh namespace%s; a store counts as Ready when its status says phase Ready for its current generation with every data replica ready. "+
-		"Readiness is followed with one LIST and then a watch on both sides (counted every second); until 2026-12-01 it was polled with a LIST of every store each second, which cost the CRD side more (see docs/benchmarks.md). Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
+		"Readiness is followed with one LIST and then a watch on both sides (counted every second); until 2026-12-01 it was polled with a LIST of every store each second, which cost the CRD side more (see docs/benchmarks.md). Median of %d repetition(s) (their range beside it when there were several), the systems' order drawn per repetition (see Column order above); a ratio marked \"ranges overlap\" is a difference the repetitions do not show (each system's range reaches into the other's: one system alone has varied as much from run to run). CPU counts every process over the window; memory is RSS once every store is Ready. Requests are per store: served by each API server from every client (kube-controller-manager, scheduler, kwok and this tool included), and sent by the controller's process.\n\n",
 		ctrlCreateConc, freshStackNote(b.cfg.freshStack), c.Repetitions)
 	for _, r := range results {
 		fmt.Fprintf(&sb, "- %s: %s\n", r.System, r.ClientSettings)
@@ -716,6 +716,7 @@ func (b *bench) controllerMarkdown() string {
 	line := func(label, unit string, get func(*controllerResult) (float64, bool)) {
 		var vals []float64
 		var spans []string
+		var ranges [][2]float64 // each system's min and max over its runs (when it has several)
 		any := false
 		for _, r := range results {
 			v, ok := get(r)
@@ -735,6 +736,7 @@ func (b *bench) controllerMarkdown() string {
 			span := ""
 			if n > 1 {
 				span = fmt.Sprintf(" (%s–%s)", format(lo, unit), format(hi, unit))
+				ranges = append(ranges, [2]float64{lo, hi})
 			}
 			spans = append(spans, span)
 		}
@@ -751,7 +753,7 @@ func (b *bench) controllerMarkdown() string {
 		}
 		if len(vals) == 2 {
 			if vals[1] != 0 && !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) {
-				fmt.Fprintf(&sb, " %.2f |", vals[0]/vals[1])
+				fmt.Fprintf(&sb, " %.2f%s |", vals[0]/vals[1], overlapNote(ranges))
 			} else {
 				sb.WriteString(" – |")
 			}
@@ -820,6 +822,16 @@ func (b *bench) controllerMarkdown() string {
 		}
 	}
 	return sb.String()
+}
+
+// overlapNote marks a ratio whose two systems' ranges over their
+// repetitions overlap: the repetitions do not show that difference (one
+// system alone has varied from run to run as much as the two differ).
+func overlapNote(ranges [][2]float64) string {
+	if len(ranges) != 2 || ranges[0][0] > ranges[1][1] || ranges[1][0] > ranges[0][1] {
+		return ""
+	}
+	return " (ranges overlap)"
 }
 
 // repetitionsMarkdown lists every run of the phase in the order it ran,

@@ -74,15 +74,18 @@ func TestControllerMarkdownShowsBothSystemsWithRanges(t *testing.T) {
 			ReadySeconds: map[string]float64{"50%": ready / 2, "90%": ready * 0.9, "100%": ready},
 			CPUSeconds:   map[string]float64{pKubeAPI: 2}, MemoryMiB: map[string]float64{pKubeAPI: 300}}
 	}
+	b.ctrlRuns[sysKVS] = []*controllerResult{run(sysKVS, 10), run(sysKVS, 12), run(sysKVS, 14)}
+	b.ctrlRuns[sysOperator] = []*controllerResult{run(sysOperator, 15), run(sysOperator, 16), run(sysOperator, 20)}
 	for _, sys := range []string{sysKVS, sysOperator} {
-		b.ctrlRuns[sys] = []*controllerResult{run(sys, 10), run(sys, 12), run(sys, 14)}
 		b.ctrl[sys] = medianResult(b.ctrlRuns[sys])
 	}
 	md := b.controllerMarkdown()
 	for _, want := range []string{
 		"| metric | kvstore-apiserver | CRD + operator | kvstore-apiserver / CRD + operator |",
-		"| 100% of the stores Ready | 12.0 s (10.0–14.0) | 12.0 s (10.0–14.0) | 1.00 |",
-		"| reconciles per store | 7.00 (7.00–7.00) | 7.00 (7.00–7.00) | 1.00 |",
+		// 10–14 against 15–20: apart, so no mark.
+		"| 100% of the stores Ready | 12.0 s (10.0–14.0) | 16.0 s (15.0–20.0) | 0.75 |",
+		// The same on both sides: the ranges overlap.
+		"| reconciles per store | 7.00 (7.00–7.00) | 7.00 (7.00–7.00) | 1.00 (ranges overlap) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in:\n%s", want, md)
