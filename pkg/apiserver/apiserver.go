@@ -37,6 +37,9 @@ var StorageVersion = v1beta1.SchemeGroupVersion
 type ExtraConfig struct {
 	// PostStartHooks run once the server serves, e.g. to start the controller.
 	PostStartHooks map[string]genericapiserver.PostStartHookFunc
+	// PreShutdownHooks run when shutdown begins, e.g. to stop the
+	// controller; the server stops serving only after they returned.
+	PreShutdownHooks map[string]genericapiserver.PreShutdownHookFunc
 }
 
 // Config is the whole server configuration before it is completed.
@@ -105,6 +108,11 @@ func (c completedConfig) New() (*Server, error) {
 
 	for name, hook := range c.ExtraConfig.PostStartHooks {
 		if err := genericServer.AddPostStartHook(name, hook); err != nil {
+			return nil, err
+		}
+	}
+	for name, hook := range c.ExtraConfig.PreShutdownHooks {
+		if err := genericServer.AddPreShutdownHook(name, hook); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -70,15 +72,34 @@ func (o *ControllerOptions) Validate() []error {
 		if le.ResourceLock != resourcelock.LeasesResourceLock {
 			errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be %q", resourcelock.LeasesResourceLock))
 		}
-		if le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration {
-			errs = append(errs, fmt.Errorf("leader election needs lease duration > renew deadline > retry period"))
-		}
+		errs = append(errs, validateLeaderElectionTimes(le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration)...)
+	}
+	return errs
+}
+
+// validateLeaderElectionTimes checks what the fence and client-go rely on.
+// The Lease records its duration in whole seconds (client-go drops the
+// fraction) and other replicas take over by that figure, while the fence
+// stays open for the renew deadline: the deadline must be below the whole
+// seconds, or two replicas write at once. client-go itself refuses a renew
+// deadline not above 1.2 retry periods, which would stop the controller
+// for good after the server started.
+func validateLeaderElectionTimes(lease, renew, retry time.Duration) []error {
+	var errs []error
+	if lease < time.Second || lease%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds, at least 1s (the Lease records whole seconds): %s", lease))
+	}
+	if renew >= lease.Truncate(time.Second) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s): the fence keeps writes open for the renew deadline", renew, lease))
+	}
+	if retry <= 0 || float64(renew) <= 1.2*float64(retry) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be more than 1.2 times --leader-elect-retry-period (%s), which must be positive", renew, retry))
 	}
 	return errs
 }
 
 // apply adds the controller's start hook and liveness check to the config.
-func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks map[string]genericapiserver.PostStartHookFunc) error {
+func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks serverHooks) error {
 	if !o.Enabled {
 		return nil
 	}
@@ -94,15 +115,70 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks m
 		c.HealthzChecks = append(c.HealthzChecks, cfg.Watchdog)
 		c.LivezChecks = append(c.LivezChecks, cfg.Watchdog)
 	}
-	hooks["start-keyvaluestore-controller"] = func(hookCtx genericapiserver.PostStartHookContext) error {
+	var run controllerRun
+	hooks.postStart["start-keyvaluestore-controller"] = func(hookCtx genericapiserver.PostStartHookContext) error {
 		cfg.Loopback = rest.CopyConfig(hookCtx.LoopbackClientConfig)
-		go func() {
-			if err := cfg.Run(hookCtx.Context); err != nil {
-				klog.FromContext(hookCtx.Context).Error(err, "KeyValueStore controller failed")
+		run.start(hookCtx.Context, func(ctx context.Context) {
+			if err := cfg.Run(ctx); err != nil {
+				klog.FromContext(ctx).Error(err, "KeyValueStore controller failed")
 				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 			}
-		}()
+		})
+		return nil
+	}
+	hooks.preShutdown["stop-keyvaluestore-controller"] = func() error {
+		run.stop(controllerStopTimeout)
 		return nil
 	}
 	return nil
+}
+
+// serverHooks are the hooks the options add to the server.
+type serverHooks struct {
+	postStart   map[string]genericapiserver.PostStartHookFunc
+	preShutdown map[string]genericapiserver.PreShutdownHookFunc
+}
+
+// controllerStopTimeout bounds how long shutdown waits for the controller
+// to stop and release its Lease.
+const controllerStopTimeout = 10 * time.Second
+
+// controllerRun stops the controller when shutdown begins (SIGTERM), not
+// when the server stops serving (after --shutdown-delay-duration): the
+// Lease is released at once, and another replica leads within a retry
+// period instead of after the delay. Pre-shutdown hooks hold the server's
+// stop back until they return, so the release is not cut off by the
+// process exiting.
+type controllerRun struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs run in the background with a context that stop cancels.
+func (r *controllerRun) start(parent context.Context, run func(context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, cancel := context.WithCancel(parent)
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		run(ctx)
+	}(r.done)
+}
+
+// stop cancels the run and waits up to timeout for it to return; it
+// returns at once if the run never started.
+func (r *controllerRun) stop(timeout time.Duration) {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
 }

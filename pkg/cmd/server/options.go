@@ -218,11 +218,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 
-	hooks := map[string]genericapiserver.PostStartHookFunc{}
+	hooks := serverHooks{postStart: map[string]genericapiserver.PostStartHookFunc{}, preShutdown: map[string]genericapiserver.PreShutdownHookFunc{}}
 	if err := o.Controller.apply(serverConfig, hooks); err != nil {
 		return nil, err
 	}
-	return &apiserver.Config{GenericConfig: serverConfig, ExtraConfig: apiserver.ExtraConfig{PostStartHooks: hooks}}, nil
+	return &apiserver.Config{GenericConfig: serverConfig,
+		ExtraConfig: apiserver.ExtraConfig{PostStartHooks: hooks.postStart, PreShutdownHooks: hooks.preShutdown}}, nil
 }
 
 // storageFactory picks each resource's storage (encoding) version:
