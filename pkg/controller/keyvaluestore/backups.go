@@ -288,7 +288,7 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	if errors.As(err, &inTheWay) {
 		existing, err = c.jobInTheWay(ctx, b, name)
 		if err != nil {
-			return c.jobNotStarted(ctx, b, attempt, err, inTheWay)
+			return c.jobNotStarted(ctx, b, attempt, err)
 		}
 	}
 	if err != nil {
@@ -388,8 +388,9 @@ func (c *Controller) jobInTheWay(ctx context.Context, b *v1alpha1.KeyValueStoreB
 
 // jobNotStarted records why the attempt's Job is not there to be started:
 // err is from jobInTheWay.
-func (c *Controller) jobNotStarted(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, err error, inTheWay *objectInTheWayError) (result, error) {
+func (c *Controller) jobNotStarted(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, err error) (result, error) {
 	name := backupJobName(b, attempt)
+	var inTheWay *objectInTheWayError
 	switch {
 	case errors.Is(err, errJobGoing):
 		return result{requeueAfter: jobGoingWait}, c.markBackupWaiting(ctx, b,
