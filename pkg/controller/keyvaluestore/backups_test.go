@@ -356,10 +356,7 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 			newJob("b-1", metav1.NewControllerRef(earlier, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"))))
 		res, err := f.sync(kvs)
 		require.NoError(t, err)
-		assert.Equal(t, jobGoingWait, res.requeueAfter)
-		b := f.backup("b")
-		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "waits, does not fail")
-		assert.Contains(t, b.Status.Message, "waiting for Job b-1")
+		assertBackupWaits(t, f.backup("b"), res, jobGoingWait, "waiting for Job b-1")
 		f.deleteJob("b-1")
 		f.refreshCache("ns")
 		_, err = f.sync(kvs)
@@ -382,10 +379,7 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		f.refuseJobs("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10")
 		res, err := f.sync(kvs)
 		require.NoError(t, err)
-		assert.Equal(t, waitFallback, res.requeueAfter)
-		b := f.backup("b")
-		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "quota frees up: it waits")
-		assert.Contains(t, b.Status.Message, "exceeded quota")
+		assertBackupWaits(t, f.backup("b"), res, waitFallback, "exceeded quota") // quota frees up
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
 	})
 	t.Run("its Job is refused by a policy", func(t *testing.T) {
@@ -407,10 +401,8 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		f.refuseJobs(`admission webhook "policy.example.com" denied the request`)
 		res, err := f.sync(f.stored(kvs))
 		require.NoError(t, err, "not a sync error: the rate limiter must not drive retries")
-		assert.Equal(t, waitFallback, res.requeueAfter)
-		b := f.backup(finalBackupName(kvs))
-		assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "a Final backup has no attempt limit: it is tried again")
-		assert.Contains(t, b.Status.Message, "denied the request")
+		// A Final backup has no attempt limit: it is tried again.
+		assertBackupWaits(t, f.backup(finalBackupName(kvs)), res, waitFallback, "denied the request")
 		f.refreshCache("ns")
 		_, err = f.sync(f.stored(kvs))
 		require.NoError(t, err)
@@ -521,4 +513,13 @@ func assertFailedFor(t *testing.T, b *v1alpha1.KeyValueStoreBackup, reason, msg 
 	require.NotNil(t, c)
 	assert.Equal(t, reason, c.Reason)
 	assert.Contains(t, b.Status.Message, msg)
+}
+
+// assertBackupWaits asserts b waits (Pending, its message containing msg)
+// and the pass that left it so looks again after wait.
+func assertBackupWaits(t *testing.T, b *v1alpha1.KeyValueStoreBackup, res result, wait time.Duration, msg string) {
+	t.Helper()
+	assert.Equal(t, v1alpha1.BackupPhasePending, b.Status.Phase, "waits, does not fail")
+	assert.Contains(t, b.Status.Message, msg)
+	assert.Equal(t, wait, res.requeueAfter)
 }
