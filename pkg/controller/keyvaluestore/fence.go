@@ -37,12 +37,6 @@ func newFence(validFor time.Duration) *fence {
 	return &fence{validFor: validFor, now: time.Now}
 }
 
-// open reports nil if a write may go out now, else why not.
-func (f *fence) open() error {
-	_, err := f.remaining()
-	return err
-}
-
 // remaining is how long the fence stays open (0 without leader election:
 // for ever), or why it is closed.
 func (f *fence) remaining() (time.Duration, error) {

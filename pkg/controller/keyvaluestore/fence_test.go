@@ -12,6 +12,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
+// open reports nil if a write may go out now, else why not.
+func (f *fence) open() error {
+	_, err := f.remaining()
+	return err
+}
+
 // fakeLock is a resourcelock.Interface whose writes succeed or fail on demand.
 type fakeLock struct {
 	resourcelock.Interface
