@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -312,8 +313,23 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 			}
 		}
 	}()
+	services, err := kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=restored"})
+	require.NoError(t, err)
+	var clientsServed time.Time
+	go func() {
+		for e := range services.ResultChan() {
+			if e.Type == watch.Added {
+				mu.Lock()
+				if clientsServed.IsZero() {
+					clientsServed = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
 	defer jobs.Stop()
 	defer deploys.Stop()
+	defer services.Stop()
 
 	restored := store("restored", 1)
 	restored.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoyproxy/envoy:v1.31.0"}
@@ -331,6 +347,8 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	require.False(t, jobDone.IsZero(), "the bootstrap Job never completed")
 	require.False(t, proxyCreated.IsZero(), "the proxy was never created")
 	assert.True(t, jobDone.Before(proxyCreated), "the proxy comes only after the bootstrap succeeded")
+	require.False(t, clientsServed.IsZero(), "the client Service was never created")
+	assert.True(t, jobDone.Before(clientsServed), "the client Service comes only after the bootstrap succeeded")
 	k, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Get(ctx, "restored", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, meta.IsStatusConditionTrue(k.Status.Conditions, v1alpha1.ConditionBootstrapped))
@@ -370,6 +388,48 @@ func TestBootstrapWhoseJobIsDeletedIsNotRunAgain(t *testing.T) {
 	jobs, err = kube.BatchV1().Jobs(ns).List(ctx, bootstrapJobs)
 	require.NoError(t, err)
 	assert.Empty(t, jobs.Items, "no second bootstrap Job")
+}
+
+// A store deleted and created again under the same name (kubectl replace
+// --force, a GitOps tool changing an immutable field) finds the claims the
+// first one kept (whenDeleted: Retain, the default), and its StatefulSet
+// takes them over with their data: its bootstrap must not run over them.
+func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("again", 1)
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "again", "Ready", isReady)
+	require.NoError(t, kvs.KvstoreV1alpha1().KeyValueStores(ns).Delete(ctx, "again", metav1.DeleteOptions{}))
+	waitGone(t, kvs, ns, "again")
+	kept, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-again-0", metav1.GetOptions{})
+	require.NoError(t, err, "the claim is kept (Retain)")
+
+	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	// (Until the garbage collector has removed the first store's
+	// StatefulSet, the new store is Failed for an object in the way.)
+	k := waitStore(t, kvs, ns, "again", "refused to bootstrap", func(k *v1alpha1.KeyValueStore) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped)
+		return c != nil && c.Reason == "ClaimsHoldData"
+	})
+	assert.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase)
+	assert.Contains(t, meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped).Message, "data-again-0")
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=bootstrap,app.kubernetes.io/instance=again"})
+	require.NoError(t, err)
+	for _, j := range jobs.Items {
+		if ref := metav1.GetControllerOf(&j); ref != nil {
+			assert.NotEqual(t, k.UID, ref.UID, "no bootstrap Job of the new store: %s", j.Name)
+		}
+	}
+	now, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-again-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, kept.UID, now.UID, "the kept claim is the one the new store's Pod uses")
+	_, err = kube.CoreV1().Services(ns).Get(ctx, "again", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "no client Service for a store that did not bootstrap: %v", err)
 }
 
 func jobComplete(j *batchv1.Job) bool {

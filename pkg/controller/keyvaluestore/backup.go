@@ -108,11 +108,23 @@ func (c *Controller) finalBackup(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	if err != nil {
 		return nil, fmt.Errorf("get final backup %s: %w", name, err)
 	}
-	if b.Spec.StoreName != kvs.Name || b.Spec.Reason != v1alpha1.BackupReasonFinal || b.Annotations[storeUIDAnnotation] != string(kvs.UID) {
+	if !teardownsOwn(kvs, b) {
 		return nil, &objectInTheWayError{kind: "KeyValueStoreBackup", namespace: kvs.Namespace, name: name,
 			holder: fmt.Sprintf("it is not the Final backup of this store (store %q, reason %q)", b.Spec.StoreName, b.Spec.Reason)}
 	}
 	return b, nil
+}
+
+// teardownsOwn: b is the Final backup the teardown of kvs created (its
+// name, store, reason and UID). Only that one has a Final backup's
+// privileges: no attempt limit, waiting where another backup fails, running
+// while a bootstrap is undecided. Anyone may create a backup with reason
+// Final; any other one is run as a Manual backup is (found by review: a
+// user's "Final" backup that could not run held every later backup of its
+// store, and the teardown's own, behind it for ever).
+func teardownsOwn(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) bool {
+	return kvs != nil && b.Name == finalBackupName(kvs) && b.Spec.StoreName == kvs.Name &&
+		b.Spec.Reason == v1alpha1.BackupReasonFinal && b.Annotations[storeUIDAnnotation] == string(kvs.UID)
 }
 
 func (t *teardownRun) createFinalBackup(ctx context.Context) (stepWait, error) {

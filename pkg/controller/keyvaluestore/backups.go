@@ -142,7 +142,7 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 			errs = append(errs, c.markBackupWaiting(ctx, b, fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)))
 		}
 	}
-	if active.Status.Attempts == 0 && active.Spec.Reason != v1alpha1.BackupReasonFinal && bootstrapUndecided(kvs) {
+	if active.Status.Attempts == 0 && !teardownsOwn(kvs, active) && bootstrapUndecided(kvs) {
 		// A backup taken while the restore writes would be recorded
 		// Completed with half the data. The store's Bootstrapped condition
 		// changing brings us back. (Teardown stops a bootstrap before its
@@ -166,7 +166,7 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 			b.Namespace, b.Spec.StoreName, takenFor(b), kvs.UID)
 	case kvs.Spec.Backup == nil:
 		return ReasonBackupNotConfigured, fmt.Sprintf("KeyValueStore %s has no spec.backup: nothing says how to back it up", kvs.Name)
-	case kvs.DeletionTimestamp != nil && b.Spec.Reason != v1alpha1.BackupReasonFinal && b.Status.Attempts == 0:
+	case kvs.DeletionTimestamp != nil && !teardownsOwn(kvs, b) && b.Status.Attempts == 0:
 		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
 	}
 	return "", ""
@@ -243,7 +243,7 @@ func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreB
 }
 
 func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, failedAt time.Time, why string) (result, error) {
-	if b.Spec.Reason != v1alpha1.BackupReasonFinal && attempt >= backupAttemptLimit {
+	if !teardownsOwn(kvs, b) && attempt >= backupAttemptLimit {
 		return result{}, c.failBackup(ctx, b, ReasonAttemptsExhausted,
 			fmt.Sprintf("attempt %d of %d failed (%s); no attempts left", attempt, backupAttemptLimit, why))
 	}
@@ -288,7 +288,7 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	if errors.As(err, &inTheWay) {
 		existing, err = c.jobInTheWay(ctx, b, name)
 		if err != nil {
-			return c.jobNotStarted(ctx, b, attempt, err)
+			return c.jobNotStarted(ctx, kvs, b, attempt, err)
 		}
 	}
 	if err != nil {
@@ -307,7 +307,7 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 				// controllers do for Pods.
 				return c.jobWaits(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			case isPermanent(err):
-				return c.jobNotCreated(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
+				return c.jobNotCreated(ctx, kvs, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			}
 			return result{}, fmt.Errorf("create backup Job %s: %w", name, err)
 		}
@@ -331,13 +331,13 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	}, corev1.EventTypeNormal, "Started")
 }
 
-// jobNotCreated records that the attempt's Job cannot be created. A Manual
-// or Scheduled backup fails with reason: waiting, it would hold every later
-// backup of its store behind it, silently. A Final backup has no attempt
-// limit (the store's data waits for it): it waits (jobWaits); the store's
-// teardown shows the message.
-func (c *Controller) jobNotCreated(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, reason, why string) (result, error) {
-	if b.Spec.Reason != v1alpha1.BackupReasonFinal {
+// jobNotCreated records that the attempt's Job cannot be created. A
+// backup fails with reason: waiting, it would hold every later backup of
+// its store behind it, silently. The teardown's own Final backup has no
+// attempt limit (the store's data waits for it): it waits (jobWaits); the
+// store's teardown shows the message.
+func (c *Controller) jobNotCreated(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, reason, why string) (result, error) {
+	if !teardownsOwn(kvs, b) {
 		return result{}, c.failBackup(ctx, b, reason, fmt.Sprintf("attempt %d cannot start: %s", attempt, why))
 	}
 	return c.jobWaits(ctx, b, attempt, reason, why)
@@ -388,7 +388,7 @@ func (c *Controller) jobInTheWay(ctx context.Context, b *v1alpha1.KeyValueStoreB
 
 // jobNotStarted records why the attempt's Job is not there to be started:
 // err is from jobInTheWay.
-func (c *Controller) jobNotStarted(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int, err error) (result, error) {
+func (c *Controller) jobNotStarted(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, err error) (result, error) {
 	name := backupJobName(b, attempt)
 	var inTheWay *objectInTheWayError
 	switch {
@@ -396,7 +396,7 @@ func (c *Controller) jobNotStarted(ctx context.Context, b *v1alpha1.KeyValueStor
 		return result{requeueAfter: jobGoingWait}, c.markBackupWaiting(ctx, b,
 			fmt.Sprintf("waiting for Job %s, of an earlier backup of this name or being deleted, to be gone", name))
 	case errors.As(err, &inTheWay):
-		return c.jobNotCreated(ctx, b, attempt, ReasonJobInTheWay, inTheWay.Error())
+		return c.jobNotCreated(ctx, kvs, b, attempt, ReasonJobInTheWay, inTheWay.Error())
 	}
 	return result{}, err
 }

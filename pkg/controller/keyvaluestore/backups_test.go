@@ -392,6 +392,18 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		assertFailedFor(t, b, ReasonJobRefused, "denied the request")
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
 	})
+	t.Run("a user's backup with reason Final: its Job is refused", func(t *testing.T) {
+		// Anyone may create a backup with reason Final; only the teardown's
+		// own has a Final backup's privileges. Before the fix this one waited
+		// for ever, and every later backup of the store waited behind it
+		// (found by review).
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("mine", v1alpha1.BackupReasonFinal), later())
+		f.refuseJobs(`admission webhook "policy.example.com" denied the request`)
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		assertFailedFor(t, f.backup("mine"), ReasonJobRefused, "denied the request")
+	})
 	t.Run("a Final backup's Job is refused", func(t *testing.T) {
 		kvs := newStore(withBackup, deleting)
 		f := newFixture(t, kvs)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +39,10 @@ const (
 	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before it
 	// finished; it is not run again.
 	ReasonBootstrapJobLost = "BootstrapJobLost"
+	// ReasonClaimsHoldData: a data claim of the store's Pods is older than
+	// its StatefulSet (kept by an earlier store of the same name, or made by
+	// hand): the bootstrap would overwrite what it holds, so it never runs.
+	ReasonClaimsHoldData = "ClaimsHoldData"
 	// bootstrapAttemptLimit is how many Jobs a bootstrap gets.
 	bootstrapAttemptLimit = 3
 )
@@ -77,7 +83,7 @@ func bootstrapSucceeded(kvs *v1alpha1.KeyValueStore, jobs []*batchv1.Job) bool {
 }
 
 // bootstrap runs the store's bootstrap Job once the data tier is ready.
-func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, dataReady bool) (bootstrapState, error) {
+func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, dataReady bool) (bootstrapState, error) {
 	if kvs.Spec.Bootstrap == nil {
 		return bootstrapState{done: true}, nil
 	}
@@ -107,6 +113,16 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		if !dataReady {
 			return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonWaitingForDataTier, "the bootstrap Job starts once every data replica is ready")}, nil
+		}
+		kept, err := c.keptClaims(ctx, kvs, sts)
+		if err != nil {
+			return bootstrapState{}, err
+		}
+		if len(kept) > 0 {
+			return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonClaimsHoldData, fmt.Sprintf(
+				"the data claims %s are older than the store's StatefulSet (kept by an earlier store of the same name, or made by hand): the bootstrap would overwrite what they hold, so it does not run. "+
+					"To keep that data, recreate the store without spec.bootstrap; to bootstrap, delete the store, then those claims (its teardown keeps them: they are not its own), and create it again",
+				strings.Join(kept, ", ")))}, nil
 		}
 		return c.startBootstrap(ctx, kvs, nil, 1, cond)
 	}
@@ -166,7 +182,7 @@ func recordedBootstrap(kvs *v1alpha1.KeyValueStore) bootstrapState {
 // clients, and a restore started later would overwrite what they wrote.
 func failedForGood(reason string) bool {
 	switch reason {
-	case ReasonBootstrapFailed, ReasonBootstrapJobLost, ReasonBackupNotFound, ReasonBackupNotCompleted, ReasonBackupReplaced:
+	case ReasonBootstrapFailed, ReasonBootstrapJobLost, ReasonBackupNotFound, ReasonBackupNotCompleted, ReasonBackupReplaced, ReasonClaimsHoldData:
 		return true
 	}
 	return false
@@ -233,6 +249,42 @@ func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyVal
 		return false, fmt.Errorf("list bootstrap Jobs: %w", err)
 	}
 	return !slices.ContainsFunc(list.Items, func(j batchv1.Job) bool { return metav1.IsControlledBy(&j, kvs) }), nil
+}
+
+// keptClaims are the data claims of the store's Pods that its StatefulSet
+// did not create (see claimsSince). They are read from the server by name:
+// a claim made by hand may carry none of our labels, and the StatefulSet
+// takes it over all the same.
+func (c *Controller) keptClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) ([]string, error) {
+	since := claimsSince(kvs, sts)
+	var kept []string
+	for i := range ptr.Deref(kvs.Spec.Replicas, 1) {
+		name := fmt.Sprintf("%s-%s-%d", dataVolumeName, kvs.Name, i)
+		pvc, err := c.kube.CoreV1().PersistentVolumeClaims(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read claim %s: %w", name, err)
+		}
+		if pvc.CreationTimestamp.Before(&since) {
+			kept = append(kept, name)
+		}
+	}
+	return kept, nil
+}
+
+// claimsSince is when the store's own data claims begin: its StatefulSet's
+// creation, on kube-apiserver's clock like theirs. A claim older than that
+// was kept (Retain) by an earlier store of the same name, whose StatefulSet
+// had to be gone before this one could be created, or was made by hand.
+// Without a StatefulSet (deleted by hand in a teardown), the store's own
+// creation, on this server's clock.
+func claimsSince(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) metav1.Time {
+	if sts == nil {
+		return kvs.CreationTimestamp
+	}
+	return sts.CreationTimestamp
 }
 
 // startBootstrap starts attempt n, after previous (nil for the first),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -497,4 +498,86 @@ func TestBootstrapSourceVerdictComesFromTheServer(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1))
 	assert.NotEqual(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
+}
+
+// A store recreated under the same name finds the claims the earlier one
+// kept (Retain, the default), and its StatefulSet takes them over with
+// their data: a bootstrap would restore over it (found by review). Claims
+// older than the StatefulSet stop the bootstrap for good, labelled or made
+// by hand; the store's own claims do not.
+func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
+	hand := func(c *corev1.PersistentVolumeClaim) { c.Labels = nil }
+	for name, tc := range map[string]struct {
+		created time.Time
+		adjust  func(*corev1.PersistentVolumeClaim)
+		refused bool
+	}{
+		"kept by an earlier store": {created: testNow.Add(-time.Hour), refused: true},
+		"made by hand, unlabelled": {created: testNow.Add(-time.Hour), adjust: hand, refused: true},
+		"the store's own":          {created: testNow.Add(time.Second)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBootstrap("nightly"))
+			claim := newClaim(kvs, "data-s-1", tc.created)
+			if tc.adjust != nil {
+				tc.adjust(claim)
+			}
+			f := newFixture(t, kvs, completedBackup("nightly"), claim)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.statefulSetCreatedAt(kvs, testNow)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped)
+			require.NotNil(t, c)
+			if !tc.refused {
+				assert.Contains(t, kube, "apply jobs s-bootstrap-1")
+				return
+			}
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
+			assert.Equal(t, ReasonClaimsHoldData, c.Reason)
+			assert.Contains(t, c.Message, "data-s-1")
+			assert.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
+
+			// For good: not even once the claim is gone.
+			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(context.Background(), "data-s-1", metav1.DeleteOptions{}))
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ = f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
+		})
+	}
+}
+
+// Clients reach the store only once its bootstrap succeeded: writes they
+// made while a restore runs, or between its attempts, would be overwritten
+// by it (found by review: the client Service selected the data Pods from
+// the first pass).
+func TestNoClientServiceBeforeTheBootstrapSucceeds(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	clientService := func() error {
+		_, err := f.kube.CoreV1().Services("ns").Get(context.Background(), kvs.Name, metav1.GetOptions{})
+		return err
+	}
+	assert.True(t, apierrors.IsNotFound(clientService()), "no clients while the bootstrap runs")
+
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobFailed)
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, ReasonBootstrapRetrying, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	assert.True(t, apierrors.IsNotFound(clientService()), "nor between its attempts")
+
+	f.now = f.now.Add(backupBackoff(1))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	f.finishJob(bootstrapJobName(kvs, 2), batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.NoError(t, clientService(), "clients once it succeeded")
 }

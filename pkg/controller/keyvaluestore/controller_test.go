@@ -142,7 +142,9 @@ func (f *fixture) sync(kvs *v1alpha1.KeyValueStore) (result, error) {
 	f.t.Helper()
 	f.kube.ClearActions()
 	f.kvs.ClearActions()
-	return f.c.sync(context.Background(), kvs.Namespace+"/"+kvs.Name)
+	res, err := f.c.sync(context.Background(), kvs.Namespace+"/"+kvs.Name)
+	recordRequests(f.t.Name(), f.kube.Actions())
+	return res, err
 }
 
 // action is a write, as "verb resource[/subresource] name".
@@ -253,6 +255,27 @@ func withClaimsDeleted(k *v1alpha1.KeyValueStore) {
 
 func deleting(k *v1alpha1.KeyValueStore) {
 	k.DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(-time.Minute)))
+}
+
+// newClaim is the one PersistentVolumeClaim fixture: a data claim of kvs
+// (its labels, as the StatefulSet's claim template gives them), created at
+// created on kube-apiserver's clock.
+func newClaim(kvs *v1alpha1.KeyValueStore, name string, created time.Time) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kvs.Namespace, UID: types.UID(name),
+		CreationTimestamp: metav1.NewTime(created), Labels: labelsFor(kvs, ComponentData)}}
+}
+
+// statefulSetCreatedAt gives the store's StatefulSet on the fake server the
+// creation time kube-apiserver would have stamped (the fake stamps none).
+func (f *fixture) statefulSetCreatedAt(kvs *v1alpha1.KeyValueStore, at time.Time) {
+	f.t.Helper()
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	sts.CreationTimestamp = metav1.NewTime(at)
+	_, err = f.kube.AppsV1().StatefulSets(kvs.Namespace).Update(ctx, sts, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.refreshCache(kvs.Namespace)
 }
 
 // markReady gives the cached StatefulSet (and proxy Deployment) the status
@@ -437,7 +460,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labelsFor(kvs, component)}}
 	}
 	proxyPod, dataPod := podOf(ComponentProxy, "s-proxy-abc"), podOf(ComponentData, "s-0")
-	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s-0", Namespace: "ns", UID: "pvc-1", Labels: labelsFor(kvs, ComponentData)}}
+	claim := newClaim(kvs, "data-s-0", time.Time{})
 	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(context.Background(), claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.cache(proxyPod)
@@ -782,15 +805,43 @@ func TestBackupRemovedDuringTeardown(t *testing.T) {
 func TestTeardownKeepsClaimsOlderThanTheStore(t *testing.T) {
 	kvs := newStore(withClaimsDeleted, deleting)
 	kvs.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
-	claim := func(name string, created time.Time) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name),
-			CreationTimestamp: metav1.NewTime(created), Labels: labelsFor(kvs, ComponentData)}}
-	}
-	f := newFixture(t, kvs, claim("data-s-0", testNow.Add(-30*time.Minute)), claim("data-s-5", testNow.Add(-48*time.Hour)))
+	f := newFixture(t, kvs, newClaim(kvs, "data-s-0", testNow.Add(-30*time.Minute)), newClaim(kvs, "data-s-5", testNow.Add(-48*time.Hour)))
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete persistentvolumeclaims data-s-0"}, kube)
+}
+
+// Which claims are the store's is judged on kube-apiserver's one clock (the
+// StatefulSet's creation against the claims'), not against the store's
+// creation on this server's clock: a skew of under a second kept a claim the
+// store made under whenDeleted: Delete, and a clock behind by more than a
+// store's lifetime deleted a claim an earlier store kept (found by review).
+func TestTeardownJudgesClaimsOnKubesClock(t *testing.T) {
+	for name, tc := range map[string]struct {
+		storeCreated, claimCreated time.Time
+		deleted                    []string
+	}{
+		"our clock ahead: the store's own claim is deleted": {
+			storeCreated: testNow, claimCreated: testNow.Add(-time.Second), deleted: []string{"delete persistentvolumeclaims data-s-0"}},
+		"our clock behind: a claim an earlier store kept stays": {
+			storeCreated: testNow.Add(-time.Hour), claimCreated: testNow.Add(-10 * time.Minute)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withClaimsDeleted, deleting)
+			kvs.CreationTimestamp = metav1.NewTime(tc.storeCreated)
+			// The StatefulSet, on kube's clock: a second before the store's
+			// own claims, long after the earlier store's. Scaled down.
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "sts-1", Generation: 2,
+				CreationTimestamp: metav1.NewTime(testNow.Add(-2 * time.Second)), Labels: labelsFor(kvs, ComponentData)},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 2}}
+			f := newFixture(t, kvs, sts, newClaim(kvs, "data-s-0", tc.claimCreated))
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			assert.Equal(t, tc.deleted, kube)
+		})
+	}
 }
 
 // Updates of workloads, Pods and claims enqueue the store only when they

@@ -134,7 +134,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	// The design's order: data tier healthy, then the bootstrap Job, then
 	// the proxy tier.
 	dataReady := statefulSetReady(sts, kvs.Spec.Image, ptr.Deref(kvs.Spec.Replicas, 1))
-	if boot, err = c.bootstrap(ctx, kvs, dataReady); err != nil {
+	if boot, err = c.bootstrap(ctx, kvs, sts, dataReady); err != nil {
 		return sts, proxy, boot, err
 	}
 
@@ -150,10 +150,14 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 		}
 		proxy = applied
 	}
-	// The client Service moves to the proxy only once it is ready, and back
-	// to the data tier before the proxy goes.
-	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, kvs.Name, clientService(kvs, c.clientComponent(kvs, proxy))); err != nil {
-		return sts, proxy, boot, err
+	// Clients get the client Service only behind a bootstrapped data tier:
+	// a retried (or failed) restore would overwrite what they wrote. It
+	// moves to the proxy only once that is ready, and back to the data tier
+	// before the proxy goes.
+	if boot.done {
+		if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, kvs.Name, clientService(kvs, c.clientComponent(kvs, proxy))); err != nil {
+			return sts, proxy, boot, err
+		}
 	}
 	if want == 0 && proxy != nil {
 		err := c.kube.AppsV1().Deployments(kvs.Namespace).Delete(ctx, proxy.Name, metav1.DeleteOptions{

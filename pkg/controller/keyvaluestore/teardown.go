@@ -415,10 +415,12 @@ func (t *teardownRun) liveClaims() ([]*corev1.PersistentVolumeClaim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
-	// A claim older than the store was kept (Retain) from an earlier store
-	// of the same name: the policy of this one does not reach it.
+	// A claim older than the store's StatefulSet was kept (Retain) by an
+	// earlier store of the same name, or made by hand: the policy of this
+	// one does not reach it.
+	since := claimsSince(t.kvs, t.c.ownedStatefulSet(t.kvs))
 	return slices.DeleteFunc(claims, func(c *corev1.PersistentVolumeClaim) bool {
-		return c.DeletionTimestamp != nil || c.CreationTimestamp.Before(&t.kvs.CreationTimestamp)
+		return c.DeletionTimestamp != nil || c.CreationTimestamp.Before(&since)
 	}), nil
 }
 
