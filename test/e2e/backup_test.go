@@ -283,50 +283,24 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	require.NoError(t, err)
 	waitBackup(t, kvs, ns, "snap", v1alpha1.BackupPhaseCompleted)
 
-	// Record the order: bootstrap Job succeeded, then proxy Deployment created.
+	// Record the order: bootstrap Job succeeded, then the client Service and
+	// the proxy Deployment created.
 	jobs, err := kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=bootstrap"})
 	require.NoError(t, err)
 	deploys, err := kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	var jobDone, proxyCreated time.Time
-	var phases []v1alpha1.KeyValueStorePhase
-	var mu sync.Mutex
-	go func() {
-		for e := range jobs.ResultChan() {
-			if j, ok := e.Object.(*batchv1.Job); ok && jobComplete(j) {
-				mu.Lock()
-				if jobDone.IsZero() {
-					jobDone = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		for e := range deploys.ResultChan() {
-			if e.Type == watch.Added {
-				mu.Lock()
-				if proxyCreated.IsZero() {
-					proxyCreated = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}()
 	services, err := kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=restored"})
 	require.NoError(t, err)
-	var clientsServed time.Time
-	go func() {
-		for e := range services.ResultChan() {
-			if e.Type == watch.Added {
-				mu.Lock()
-				if clientsServed.IsZero() {
-					clientsServed = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}()
+	var jobDone, proxyCreated, clientsServed time.Time
+	var phases []v1alpha1.KeyValueStorePhase
+	var mu sync.Mutex
+	added := func(e watch.Event) bool { return e.Type == watch.Added }
+	recordFirst(jobs, &mu, &jobDone, func(e watch.Event) bool {
+		j, ok := e.Object.(*batchv1.Job)
+		return ok && jobComplete(j)
+	})
+	recordFirst(deploys, &mu, &proxyCreated, added)
+	recordFirst(services, &mu, &clientsServed, added)
 	defer jobs.Stop()
 	defer deploys.Stop()
 	defer services.Stop()
@@ -430,6 +404,22 @@ func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
 	assert.Equal(t, kept.UID, now.UID, "the kept claim is the one the new store's Pod uses")
 	_, err = kube.CoreV1().Services(ns).Get(ctx, "again", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "no client Service for a store that did not bootstrap: %v", err)
+}
+
+// recordFirst sets *at, under mu, to when w first delivers an event that
+// match accepts.
+func recordFirst(w watch.Interface, mu *sync.Mutex, at *time.Time, match func(watch.Event) bool) {
+	go func() {
+		for e := range w.ResultChan() {
+			if match(e) {
+				mu.Lock()
+				if at.IsZero() {
+					*at = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
 }
 
 func jobComplete(j *batchv1.Job) bool {
