@@ -407,8 +407,11 @@ const jobGoingWait = 5 * time.Second
 // markStore records on a Manual backup, before its first Job, the UID of
 // the store it backs up (the controller's own backups carry it from their
 // creation): a retry then never backs up another store of the same name.
+// Not on a backup a user named as the teardown's Final backup would be:
+// marked, it would pass for it (teardownsOwn), and one Completed long
+// before the deletion would stand in for the final backup.
 func (c *Controller) markStore(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) error {
-	if b.Annotations[storeUIDAnnotation] != "" {
+	if b.Annotations[storeUIDAnnotation] != "" || b.Name == finalBackupName(kvs) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{

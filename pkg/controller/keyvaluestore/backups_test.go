@@ -516,6 +516,23 @@ func TestManualBackupRecordsItsStore(t *testing.T) {
 	assertFailedFor(t, f.backup("b"), ReasonStoreNotFound, "uid uid-1")
 }
 
+// A backup a user names as the teardown's Final backup would be named
+// (the store's name, "-final-" and the start of its UID) is not marked with
+// the store's UID: marked, it would pass for the teardown's own, and one
+// Completed long before the deletion would stand in for the final backup
+// (found by review).
+func TestBackupNamedLikeTheFinalOneIsNotMarked(t *testing.T) {
+	kvs := newStore(withBackup)
+	name := finalBackupName(kvs)
+	f := newFixture(t, kvs, newBackup(name, v1alpha1.BackupReasonFinal))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	b := f.backup(name)
+	assert.Empty(t, b.Annotations[storeUIDAnnotation])
+	assert.False(t, teardownsOwn(kvs, b))
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, b.Status.Phase, "it runs, as a Manual backup does")
+}
+
 // assertFailedFor asserts b failed for good with reason, its message
 // containing msg.
 func assertFailedFor(t *testing.T, b *v1alpha1.KeyValueStoreBackup, reason, msg string) {
