@@ -472,6 +472,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed; will retry", "key", key)
 		c.queue.AddRateLimited(key)
+		if res.requeueAfter > 0 {
+			// A wait the sync still asked for (the next scheduled slot):
+			// the backoff alone grows to minutes. The sooner one wins.
+			c.queue.AddAfter(key, res.requeueAfter)
+		}
 	case res.requeueAfter > 0:
 		c.queue.Forget(key)
 		c.queue.AddAfter(key, res.requeueAfter)

@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -28,14 +29,30 @@ const (
 // counts: the newest failed ones, for their messages and Jobs' logs.
 const keepFailedScheduledBackups = 3
 
-// maxSlotsWalked bounds the walk over missed slots after downtime (a
-// minutely schedule and ten weeks of downtime); past it the latest slot
-// found is taken, which is at most a little old.
+// recentSlots is how far back dueSlot looks first: a week of minutely
+// slots is 10 080 steps, however long the downtime was.
+const recentSlots = 7 * 24 * time.Hour
+
+// maxSlotsWalked bounds one walk over slots (a minutely schedule over ten
+// weeks); only a schedule with no slot in the last week walks further back.
 const maxSlotsWalked = 100_000
 
 // dueSlot is the latest slot of sched in (after, now], or zero if none:
-// after downtime, only the most recent missed slot is taken.
+// after downtime, only the most recent missed slot is taken. (Walking from
+// after alone stopped after maxSlotsWalked at a slot months old, and the
+// next pass walked on from there: a burst of backups under old names.)
 func dueSlot(sched cron.Schedule, after, now time.Time) time.Time {
+	if recent := now.Add(-recentSlots); recent.After(after) {
+		if due := lastSlot(sched, recent, now); !due.IsZero() {
+			return due
+		}
+	}
+	return lastSlot(sched, after, now)
+}
+
+// lastSlot walks sched's slots in (after, now] and returns the last one
+// reached (zero if none).
+func lastSlot(sched cron.Schedule, after, now time.Time) time.Time {
 	var due time.Time
 	for t, n := sched.Next(after), 0; !t.IsZero() && !t.After(now) && n < maxSlotsWalked; t, n = sched.Next(t), n+1 {
 		due = t
@@ -91,6 +108,10 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 	sched, err := validation.ParseSchedule(b.Schedule, b.TimeZone)
 	if err != nil {
 		return scheduling{err: err}
+	}
+	if sched.Next(now).IsZero() {
+		// Stored before the API refused it: say so rather than never fire.
+		return scheduling{err: errors.New("it matches no time in the next five years")}
 	}
 	// Only this store's own: scheduled backups of an earlier store of the
 	// same name are neither its position nor its to prune.
@@ -282,6 +303,11 @@ func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStor
 	set := func(s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduledBackupSucceeded,
 			Status: s, Reason: reason, Message: msg, ObservedGeneration: kvs.Generation})
+	}
+	if b := kvs.Spec.Backup; b == nil || b.Schedule == "" {
+		// A condition about a schedule the store no longer has.
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+		return
 	}
 	if plan.err != nil {
 		set(metav1.ConditionFalse, ReasonInvalidSchedule, "spec.backup.schedule cannot be run: "+plan.err.Error())

@@ -8,10 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -46,7 +49,12 @@ func TestDueSlot(t *testing.T) {
 	assert.Equal(t, at(12, 0), dueSlot(hourly, at(3, 0), at(12, 30)), "after downtime: only the latest missed slot")
 	minutely, err := validation.ParseSchedule("* * * * *", nil)
 	require.NoError(t, err)
-	assert.False(t, dueSlot(minutely, at(0, 0).AddDate(-1, 0, 0), at(12, 0)).IsZero(), "a year of minutely slots ends")
+	assert.Equal(t, at(12, 0), dueSlot(minutely, at(0, 0).AddDate(-1, 0, 0), at(12, 0)),
+		"after a year of downtime, the latest minutely slot (before: one in February, then another on each pass)")
+	january, err := validation.ParseSchedule("0 * * 1 *", nil)
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC), dueSlot(january, at(0, 0).AddDate(-2, 0, 0), at(12, 0)),
+		"no slot in the last week: the walk goes further back")
 }
 
 // The schedule creates the due slot's backup once, with a deterministic
@@ -146,6 +154,66 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n)
+}
+
+// The condition goes with the schedule: before, a failure reported while
+// the store had a schedule stayed for ever once it was removed (found by
+// review).
+func TestScheduleConditionGoesWithTheSchedule(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	failed := scheduledBackup(kvs, testNow, v1alpha1.BackupPhaseFailed)
+	f := newFixture(t, kvs, failed)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	require.NotNil(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
+
+	unscheduled := f.stored(kvs)
+	unscheduled.Spec.Backup.Schedule = ""
+	unscheduled.Generation++
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), unscheduled, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Nil(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
+}
+
+// A sync that fails still wakes the store at its next slot: the rate
+// limiter's backoff alone grows to 1000 s, and every slot's backup came up
+// to that late (found by review).
+func TestFailingSyncKeepsItsScheduledWakeUp(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	f := newFixture(t, kvs)
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("etcd down")
+	})
+	clock := testingclock.NewFakeClock(testNow)
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Hour, 10*time.Hour)
+	f.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(backoff, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
+	defer f.c.queue.ShutDown()
+	f.c.queue.Add("ns/s")
+	require.True(t, f.c.processNext(context.Background()))
+	require.Zero(t, f.c.queue.Len(), "the failed sync waits")
+
+	clock.Step(time.Hour + 2*time.Second) // past the 13:00 slot, long before the backoff's 10 h
+	assert.Eventually(t, func() bool { return f.c.queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"woken for the next slot despite the error")
+}
+
+// A schedule that matches no time (30 February) stored before the API
+// refused it is reported, not silently never run (found by review).
+func TestScheduleThatNeverComesIsReported(t *testing.T) {
+	kvs := newStore(withSchedule("0 0 30 2 *", 7))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, ReasonInvalidSchedule, cond.Reason)
+	assert.Contains(t, cond.Message, "no time in the next five years")
 }
 
 // Pruning deletes backups: it follows keep as the server has it, not as a

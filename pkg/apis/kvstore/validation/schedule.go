@@ -90,8 +90,14 @@ func validateSchedule(b *kvstore.BackupSpec, scheduleUnchanged bool, fldPath *fi
 	if !scheduleUnchanged && !cronText(b.Schedule) {
 		return append(allErrs, field.Invalid(schedPath, b.Schedule, "must consist of printable ASCII characters, its fields separated by spaces or tabs"))
 	}
-	if _, err := ParseSchedule(b.Schedule, nil); err != nil {
+	sched, err := ParseSchedule(b.Schedule, nil)
+	switch {
+	case err != nil:
 		allErrs = append(allErrs, field.Invalid(schedPath, b.Schedule, "must be a 5-field cron expression (minute hour day-of-month month day-of-week): "+err.Error()))
+	case !scheduleUnchanged && sched.Next(time.Now()).IsZero():
+		// robfig/cron looks five years ahead; a date that never comes
+		// (30 February) would silently never back up.
+		allErrs = append(allErrs, field.Invalid(schedPath, b.Schedule, "matches no time in the next five years (a date such as 30 February never comes)"))
 	}
 	return allErrs
 }
