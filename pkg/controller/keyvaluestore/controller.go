@@ -472,10 +472,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed; will retry", "key", key)
 		c.queue.AddRateLimited(key)
-		if res.requeueAfter > 0 {
-			// A wait the sync still asked for (the next scheduled slot):
-			// the backoff alone grows to minutes. The sooner one wins.
-			c.queue.AddAfter(key, res.requeueAfter)
+		if res.slot > 0 {
+			// The backoff alone grows to minutes; the next scheduled slot
+			// is kept (the sooner one wins). Shorter waits are not: a
+			// failing sync asking for one would defeat the backoff.
+			c.queue.AddAfter(key, res.slot)
 		}
 	case res.requeueAfter > 0:
 		c.queue.Forget(key)
@@ -490,16 +491,24 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // a safety net for waits whose progress also arrives as events.
 type result struct {
 	requeueAfter time.Duration
+	// slot is the wait until the store's next scheduled slot, kept even
+	// when the sync fails (see processNext).
+	slot time.Duration
 }
 
-// sooner is the earlier of two requeues; zero or less is none (a negative
-// one must never win over a real wait and then be dropped).
+// sooner is the earlier of two results' waits, each on its own.
 func (r result) sooner(o result) result {
+	return result{requeueAfter: soonest(r.requeueAfter, o.requeueAfter), slot: soonest(r.slot, o.slot)}
+}
+
+// soonest is the earlier of two waits; zero or less is none (a negative
+// one must never win over a real wait and then be dropped).
+func soonest(a, b time.Duration) time.Duration {
 	switch {
-	case o.requeueAfter <= 0:
-		return result{requeueAfter: max(r.requeueAfter, 0)}
-	case r.requeueAfter <= 0 || o.requeueAfter < r.requeueAfter:
-		return o
+	case b <= 0:
+		return max(a, 0)
+	case a <= 0 || b < a:
+		return b
 	}
-	return r
+	return a
 }

@@ -29,9 +29,9 @@ const (
 // counts: the newest failed ones, for their messages and Jobs' logs.
 const keepFailedScheduledBackups = 3
 
-// recentSlots is how far back dueSlot looks first: a week of minutely
+// recentWindow is how far back dueSlot looks first: a week of minutely
 // slots is 10 080 steps, however long the downtime was.
-const recentSlots = 7 * 24 * time.Hour
+const recentWindow = 7 * 24 * time.Hour
 
 // maxSlotsWalked bounds one walk over slots (a minutely schedule over ten
 // weeks); only a schedule with no slot in the last week walks further back.
@@ -42,7 +42,7 @@ const maxSlotsWalked = 100_000
 // after alone stopped after maxSlotsWalked at a slot months old, and the
 // next pass walked on from there: a burst of backups under old names.)
 func dueSlot(sched cron.Schedule, after, now time.Time) time.Time {
-	if recent := now.Add(-recentSlots); recent.After(after) {
+	if recent := now.Add(-recentWindow); recent.After(after) {
 		if due := lastSlot(sched, recent, now); !due.IsZero() {
 			return due
 		}
@@ -195,7 +195,8 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	// A second late rather than early: a requeue that lands before the slot
 	// would find nothing due and wait a whole period. A pass that ended
 	// after the slot it planned for looks again in a second.
-	return result{requeueAfter: max(plan.next.Sub(c.now().Time), 0) + time.Second}, nil
+	wait := max(plan.next.Sub(c.now().Time), 0) + time.Second
+	return result{requeueAfter: wait, slot: wait}, nil
 }
 
 // pruneScheduled deletes the scheduled backups beyond retention, each with

@@ -203,6 +203,32 @@ func TestFailingSyncKeepsItsScheduledWakeUp(t *testing.T) {
 		"woken for the next slot despite the error")
 }
 
+// Only the slot survives a failed sync: a short wait (a bootstrap about to
+// be released, a prune waiting for the cache) asked for by a sync that
+// fails every time would retry it every second, defeating the backoff.
+func TestFailingSyncKeepsItsBackoffForShortWaits(t *testing.T) {
+	f, kvs := bootstrapReady(t) // its next pass creates the held Job and asks for a second
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("etcd down")
+	})
+	res, err := f.sync(f.stored(kvs))
+	require.Error(t, err)
+	require.Equal(t, time.Second, res.requeueAfter, "the premise: a short wait with the error")
+	require.Zero(t, res.slot, "no schedule, no slot")
+
+	clock := testingclock.NewFakeClock(testNow)
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Hour, 10*time.Hour)
+	f.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(backoff, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
+	defer f.c.queue.ShutDown()
+	f.c.queue.Add("ns/s")
+	require.True(t, f.c.processNext(context.Background()))
+	clock.Step(time.Minute)
+	assert.Never(t, func() bool { return f.c.queue.Len() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "the backoff holds")
+}
+
 // A schedule that matches no time (30 February) stored before the API
 // refused it is reported, not silently never run (found by review).
 func TestScheduleThatNeverComesIsReported(t *testing.T) {

@@ -97,6 +97,21 @@ func TestScheduleSeparatorsRatchet(t *testing.T) {
 	assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
 }
 
+// A schedule that never comes, stored before the API refused it, stays
+// accepted while an update leaves it as it is (the patch that releases the
+// store's finalizer must pass); a changed one is checked.
+func TestScheduleThatNeverComesRatchets(t *testing.T) {
+	const stored = "0 0 30 2 *"
+	newObj, oldObj := updatable()
+	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(oldObj)
+	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(newObj)
+	newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
+	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged schedule is accepted")
+
+	newObj.Spec.Backup.Schedule = "0 0 31 2 *"
+	assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+}
+
 func TestParseScheduleInTimeZone(t *testing.T) {
 	sched, err := ParseSchedule("0 3 * * *", ptr.To("Asia/Tokyo"))
 	require.NoError(t, err)
