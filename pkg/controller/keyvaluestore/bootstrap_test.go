@@ -444,12 +444,7 @@ func TestPausedStoreKeepsItsFailedBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
 
-	paused := f.stored(kvs)
-	paused.Spec.Paused = true
-	paused.Generation++
-	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), paused, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	f.refreshCache("ns")
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	st := f.stored(kvs).Status

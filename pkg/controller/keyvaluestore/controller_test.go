@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -276,6 +277,29 @@ func (f *fixture) statefulSetCreatedAt(kvs *v1alpha1.KeyValueStore, at time.Time
 	_, err = f.kube.AppsV1().StatefulSets(kvs.Namespace).Update(ctx, sts, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
 	f.refreshCache(kvs.Namespace)
+}
+
+// changeSpec changes the store's spec on the fake server, as a user's
+// update does (the generation moves), and refreshes the caches.
+func (f *fixture) changeSpec(kvs *v1alpha1.KeyValueStore, change func(*v1alpha1.KeyValueStoreSpec)) {
+	f.t.Helper()
+	k := f.stored(kvs)
+	change(&k.Spec)
+	k.Generation++
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores(k.Namespace).Update(context.Background(), k, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.refreshCache(k.Namespace)
+}
+
+// failStatusWrites makes every status write of a store fail, as with
+// kvstore-apiserver's etcd down.
+func (f *fixture) failStatusWrites() {
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("etcd down")
+	})
 }
 
 // markReady gives the cached StatefulSet (and proxy Deployment) the status

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -167,12 +166,7 @@ func TestScheduleConditionGoesWithTheSchedule(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
 
-	unscheduled := f.stored(kvs)
-	unscheduled.Spec.Backup.Schedule = ""
-	unscheduled.Generation++
-	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), unscheduled, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	f.refreshCache("ns")
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup.Schedule = "" })
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Nil(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
@@ -184,16 +178,8 @@ func TestScheduleConditionGoesWithTheSchedule(t *testing.T) {
 func TestFailingSyncKeepsItsScheduledWakeUp(t *testing.T) {
 	kvs := newStore(withSchedule("0 * * * *", 7))
 	f := newFixture(t, kvs)
-	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewServiceUnavailable("etcd down")
-	})
-	clock := testingclock.NewFakeClock(testNow)
-	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Hour, 10*time.Hour)
-	f.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(backoff, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
-	defer f.c.queue.ShutDown()
+	f.failStatusWrites()
+	clock := f.slowBackoffQueue()
 	f.c.queue.Add("ns/s")
 	require.True(t, f.c.processNext(context.Background()))
 	require.Zero(t, f.c.queue.Len(), "the failed sync waits")
@@ -208,25 +194,27 @@ func TestFailingSyncKeepsItsScheduledWakeUp(t *testing.T) {
 // fails every time would retry it every second, defeating the backoff.
 func TestFailingSyncKeepsItsBackoffForShortWaits(t *testing.T) {
 	f, kvs := bootstrapReady(t) // its next pass creates the held Job and asks for a second
-	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewServiceUnavailable("etcd down")
-	})
+	f.failStatusWrites()
 	res, err := f.sync(f.stored(kvs))
 	require.Error(t, err)
 	require.Equal(t, time.Second, res.requeueAfter, "the premise: a short wait with the error")
 	require.Zero(t, res.slot, "no schedule, no slot")
 
-	clock := testingclock.NewFakeClock(testNow)
-	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Hour, 10*time.Hour)
-	f.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(backoff, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
-	defer f.c.queue.ShutDown()
+	clock := f.slowBackoffQueue()
 	f.c.queue.Add("ns/s")
 	require.True(t, f.c.processNext(context.Background()))
 	clock.Step(time.Minute)
 	assert.Never(t, func() bool { return f.c.queue.Len() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "the backoff holds")
+}
+
+// slowBackoffQueue gives the controller a queue on a fake clock whose
+// error backoff is 10 h, so that any sooner requeue is the sync's own.
+func (f *fixture) slowBackoffQueue() *testingclock.FakeClock {
+	clock := testingclock.NewFakeClock(testNow)
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Hour, 10*time.Hour)
+	f.c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(backoff, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
+	f.t.Cleanup(f.c.queue.ShutDown)
+	return clock
 }
 
 // A schedule that matches no time (30 February) stored before the API

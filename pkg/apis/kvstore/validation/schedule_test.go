@@ -82,34 +82,25 @@ func TestValidateSchedule(t *testing.T) {
 	}
 }
 
-// A schedule stored before its separators were checked stays accepted while
-// an update leaves it as it is, so that the store can still be updated and
+// A schedule stored before a rule refused it stays accepted while an
+// update leaves it as it is, so that the store can still be updated and
 // released by its teardown; a changed schedule is checked.
-func TestScheduleSeparatorsRatchet(t *testing.T) {
-	const stored = "0\u00853 * * *"
-	newObj, oldObj := updatable()
-	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(oldObj)
-	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(newObj)
-	newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
-	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged schedule is accepted")
+func TestScheduleRulesRatchet(t *testing.T) {
+	for name, tc := range map[string]struct{ stored, changed string }{
+		"separators":         {stored: "0\u00853 * * *", changed: "0\u00854 * * *"},
+		"a date never comes": {stored: "0 0 30 2 *", changed: "0 0 31 2 *"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			newObj, oldObj := updatable()
+			withBackup(func(b *kvstore.BackupSpec) { b.Schedule = tc.stored })(oldObj)
+			withBackup(func(b *kvstore.BackupSpec) { b.Schedule = tc.stored })(newObj)
+			newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
+			assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged schedule is accepted")
 
-	newObj.Spec.Backup.Schedule = "0\u00854 * * *"
-	assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
-}
-
-// A schedule that never comes, stored before the API refused it, stays
-// accepted while an update leaves it as it is (the patch that releases the
-// store's finalizer must pass); a changed one is checked.
-func TestScheduleThatNeverComesRatchets(t *testing.T) {
-	const stored = "0 0 30 2 *"
-	newObj, oldObj := updatable()
-	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(oldObj)
-	withBackup(func(b *kvstore.BackupSpec) { b.Schedule = stored })(newObj)
-	newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
-	assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged schedule is accepted")
-
-	newObj.Spec.Backup.Schedule = "0 0 31 2 *"
-	assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+			newObj.Spec.Backup.Schedule = tc.changed
+			assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+		})
+	}
 }
 
 func TestParseScheduleInTimeZone(t *testing.T) {
