@@ -381,6 +381,8 @@ func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
 	waitGone(t, kvs, ns, "again")
 	kept, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-again-0", metav1.GetOptions{})
 	require.NoError(t, err, "the claim is kept (Retain)")
+	first := kept.Labels["kvstore.io/store-uid"]
+	require.NotEmpty(t, first, "the StatefulSet controller gave the claim its template's store-uid label")
 
 	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -402,6 +404,7 @@ func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
 	now, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-again-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, kept.UID, now.UID, "the kept claim is the one the new store's Pod uses")
+	assert.NotEqual(t, string(k.UID), first, "it carries the first store's UID, not the new one's")
 	_, err = kube.CoreV1().Services(ns).Get(ctx, "again", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "no client Service for a store that did not bootstrap: %v", err)
 }

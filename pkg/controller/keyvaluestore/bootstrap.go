@@ -252,11 +252,10 @@ func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyVal
 }
 
 // keptClaims are the data claims of the store's Pods that its StatefulSet
-// did not create (see claimsSince). They are read from the server by name:
-// a claim made by hand may carry none of our labels, and the StatefulSet
-// takes it over all the same.
+// did not create (see claimOfStore). They are read from the server by
+// name: a claim made by hand may carry none of our labels, and the
+// StatefulSet takes it over all the same.
 func (c *Controller) keptClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) ([]string, error) {
-	since := claimsSince(kvs, sts)
 	var kept []string
 	for i := range ptr.Deref(kvs.Spec.Replicas, 1) {
 		name := fmt.Sprintf("%s-%s-%d", dataVolumeName, kvs.Name, i)
@@ -267,24 +266,30 @@ func (c *Controller) keptClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore
 		case err != nil:
 			return nil, fmt.Errorf("read claim %s: %w", name, err)
 		}
-		if pvc.CreationTimestamp.Before(&since) {
+		if !claimOfStore(pvc, kvs, sts) {
 			kept = append(kept, name)
 		}
 	}
 	return kept, nil
 }
 
-// claimsSince is when the store's own data claims begin: its StatefulSet's
-// creation, on kube-apiserver's clock like theirs. A claim older than that
-// was kept (Retain) by an earlier store of the same name, whose StatefulSet
-// had to be gone before this one could be created, or was made by hand.
-// Without a StatefulSet (deleted by hand in a teardown), the store's own
-// creation, on this server's clock.
-func claimsSince(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) metav1.Time {
-	if sts == nil {
-		return kvs.CreationTimestamp
+// claimOfStore says the store's StatefulSet made pvc: it carries the
+// store's UID (LabelStoreUID, from the claim template; a claim kept from an
+// earlier store of the same name carries that one's). A claim without the
+// label (made by hand, or by a StatefulSet from before the label) is judged
+// by its age: not older than the StatefulSet, on kube-apiserver's clock
+// like its own (an earlier store's StatefulSet had to be gone before this
+// one was created), or, without a StatefulSet (deleted by hand in a
+// teardown), than the store, on this server's clock.
+func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) bool {
+	if uid, ok := pvc.Labels[LabelStoreUID]; ok {
+		return uid == string(kvs.UID)
 	}
-	return sts.CreationTimestamp
+	since := kvs.CreationTimestamp
+	if sts != nil {
+		since = sts.CreationTimestamp
+	}
+	return !pvc.CreationTimestamp.Before(&since)
 }
 
 // startBootstrap starts attempt n, after previous (nil for the first),

@@ -502,6 +502,9 @@ func TestBootstrapSourceVerdictComesFromTheServer(t *testing.T) {
 // by hand; the store's own claims do not.
 func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 	hand := func(c *corev1.PersistentVolumeClaim) { c.Labels = nil }
+	storeUID := func(uid string) func(*corev1.PersistentVolumeClaim) {
+		return func(c *corev1.PersistentVolumeClaim) { c.Labels[LabelStoreUID] = uid }
+	}
 	for name, tc := range map[string]struct {
 		created time.Time
 		adjust  func(*corev1.PersistentVolumeClaim)
@@ -510,6 +513,9 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 		"kept by an earlier store": {created: testNow.Add(-time.Hour), refused: true},
 		"made by hand, unlabelled": {created: testNow.Add(-time.Hour), adjust: hand, refused: true},
 		"the store's own":          {created: testNow.Add(time.Second)},
+		// The label decides, whatever the clocks say.
+		"labelled for an earlier store, stamped later": {created: testNow.Add(time.Second), adjust: storeUID("uid-0"), refused: true},
+		"labelled for this store, stamped earlier":     {created: testNow.Add(-time.Second), adjust: storeUID("uid-1")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kvs := newStore(withBootstrap("nightly"))

@@ -844,12 +844,18 @@ func TestTeardownKeepsClaimsOlderThanTheStore(t *testing.T) {
 func TestTeardownJudgesClaimsOnKubesClock(t *testing.T) {
 	for name, tc := range map[string]struct {
 		storeCreated, claimCreated time.Time
+		claimUID                   string // LabelStoreUID, if any
 		deleted                    []string
 	}{
 		"our clock ahead: the store's own claim is deleted": {
 			storeCreated: testNow, claimCreated: testNow.Add(-time.Second), deleted: []string{"delete persistentvolumeclaims data-s-0"}},
 		"our clock behind: a claim an earlier store kept stays": {
 			storeCreated: testNow.Add(-time.Hour), claimCreated: testNow.Add(-10 * time.Minute)},
+		// The label decides, whatever the clocks say.
+		"labelled for this store, stamped before its StatefulSet": {
+			storeCreated: testNow, claimCreated: testNow.Add(-time.Hour), claimUID: "uid-1", deleted: []string{"delete persistentvolumeclaims data-s-0"}},
+		"labelled for an earlier store, stamped after the StatefulSet": {
+			storeCreated: testNow.Add(-time.Hour), claimCreated: testNow, claimUID: "uid-0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kvs := newStore(withClaimsDeleted, deleting)
@@ -859,13 +865,44 @@ func TestTeardownJudgesClaimsOnKubesClock(t *testing.T) {
 			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "sts-1", Generation: 2,
 				CreationTimestamp: metav1.NewTime(testNow.Add(-2 * time.Second)), Labels: labelsFor(kvs, ComponentData)},
 				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 2}}
-			f := newFixture(t, kvs, sts, newClaim(kvs, "data-s-0", tc.claimCreated))
+			claim := newClaim(kvs, "data-s-0", tc.claimCreated)
+			if tc.claimUID != "" {
+				claim.Labels[LabelStoreUID] = tc.claimUID
+			}
+			f := newFixture(t, kvs, sts, claim)
 			_, err := f.sync(kvs)
 			require.NoError(t, err)
 			kube, _ := f.writes()
 			assert.Equal(t, tc.deleted, kube)
 		})
 	}
+}
+
+// Every claim the store's StatefulSet makes carries the store's UID (the
+// claim template's label), so ownership needs no clock; a StatefulSet made
+// before the label keeps its immutable template without it.
+func TestClaimTemplateCarriesTheStoreUID(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+	assert.Equal(t, "uid-1", sts.Spec.VolumeClaimTemplates[0].Labels[LabelStoreUID])
+
+	// An earlier version's StatefulSet: re-applying the label would be
+	// refused (volumeClaimTemplates is immutable); it is left as it is.
+	legacy := statefulSet(kvs, 3)
+	delete(legacy.Spec.VolumeClaimTemplates[0].Labels, LabelStoreUID)
+	_, err = f.kube.AppsV1().StatefulSets("ns").Apply(ctx, legacy, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply statefulsets s")
 }
 
 // Updates of workloads, Pods and claims enqueue the store only when they

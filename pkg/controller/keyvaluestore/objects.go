@@ -30,6 +30,12 @@ const (
 
 	ManagedBy = "kvstore-apiserver"
 
+	// LabelStoreUID is on every data claim the store's StatefulSet makes (its
+	// claim template carries it): which claims are the store's own is then
+	// known without comparing clocks. Claims kept from an earlier store of
+	// the same name carry that store's UID.
+	LabelStoreUID = v1alpha1.GroupName + "/store-uid"
+
 	ComponentData      = "data"
 	ComponentProxy     = "proxy"
 	ComponentBackup    = "backup"
@@ -111,6 +117,20 @@ func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Serv
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
+// dataStatefulSet is statefulSet as the live one, cur, can take it: claim
+// templates are immutable, so a StatefulSet made before its claims carried
+// the store's UID keeps its template without it (its claims are judged by
+// their age, see claimOfStore).
+func dataStatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32, cur *appsv1.StatefulSet) *appsv1ac.StatefulSetApplyConfiguration {
+	desired := statefulSet(kvs, replicas)
+	if cur != nil && !slices.ContainsFunc(cur.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Labels[LabelStoreUID] != "" }) {
+		for i := range desired.Spec.VolumeClaimTemplates {
+			delete(desired.Spec.VolumeClaimTemplates[i].Labels, LabelStoreUID)
+		}
+	}
+	return desired
+}
+
 // statefulSet runs the data replicas with one volume each.
 func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.StatefulSetApplyConfiguration {
 	labels := labelsFor(kvs, ComponentData)
@@ -121,6 +141,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 	// be unchanged and its apply skipped.
 	claim := (&corev1ac.PersistentVolumeClaimApplyConfiguration{}).WithName(dataVolumeName).
 		WithLabels(labels).
+		WithLabels(map[string]string{LabelStoreUID: string(kvs.UID)}).
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteOnce).
 			WithVolumeMode(corev1.PersistentVolumeFilesystem).

@@ -415,12 +415,12 @@ func (t *teardownRun) liveClaims() ([]*corev1.PersistentVolumeClaim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
 	}
-	// A claim older than the store's StatefulSet was kept (Retain) by an
+	// A claim the store's StatefulSet did not make was kept (Retain) by an
 	// earlier store of the same name, or made by hand: the policy of this
 	// one does not reach it.
-	since := claimsSince(t.kvs, t.c.ownedStatefulSet(t.kvs))
+	sts := t.c.ownedStatefulSet(t.kvs)
 	return slices.DeleteFunc(claims, func(c *corev1.PersistentVolumeClaim) bool {
-		return c.DeletionTimestamp != nil || c.CreationTimestamp.Before(&since)
+		return c.DeletionTimestamp != nil || !claimOfStore(c, t.kvs, sts)
 	}), nil
 }
 
