@@ -33,6 +33,9 @@ type ownedKind[T metav1.Object, AC any] struct {
 	// normalize, if set, makes the extracted fields equal to desired where
 	// they differ only as admission may rewrite them in our own request.
 	normalize func(live, desired AC)
+	// adapt, if set, fits desired to the existing object's immutable fields
+	// (read from the same object the apply is judged on).
+	adapt func(cur T, desired AC)
 }
 
 // unchanged says cur carries, as ours in managedFields, exactly desired.
@@ -103,6 +106,9 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 		if k.createOnly {
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil
+		}
+		if k.adapt != nil {
+			k.adapt(cur, desired)
 		}
 		if k.unchanged(cur, desired) {
 			observeApply(k.kind, applyUnchanged)

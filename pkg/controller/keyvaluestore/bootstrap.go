@@ -39,9 +39,9 @@ const (
 	// ReasonBootstrapJobLost: the bootstrap's Jobs are gone before it
 	// finished; it is not run again.
 	ReasonBootstrapJobLost = "BootstrapJobLost"
-	// ReasonClaimsHoldData: a data claim of the store's Pods is older than
-	// its StatefulSet (kept by an earlier store of the same name, or made by
-	// hand): the bootstrap would overwrite what it holds, so it never runs.
+	// ReasonClaimsHoldData: a data claim of the store's Pods was not made
+	// by its StatefulSet (kept by an earlier store of the same name, or made
+	// by hand): the bootstrap would overwrite what it holds, so it never runs.
 	ReasonClaimsHoldData = "ClaimsHoldData"
 	// bootstrapAttemptLimit is how many Jobs a bootstrap gets.
 	bootstrapAttemptLimit = 3
@@ -120,7 +120,7 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		if len(kept) > 0 {
 			return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonClaimsHoldData, fmt.Sprintf(
-				"the data claims %s are older than the store's StatefulSet (kept by an earlier store of the same name, or made by hand): the bootstrap would overwrite what they hold, so it does not run. "+
+				"the data claims %s were not made by the store's StatefulSet (kept by an earlier store of the same name, or made by hand): the bootstrap would overwrite what they hold, so it does not run. "+
 					"To keep that data, recreate the store without spec.bootstrap; to bootstrap, delete the store, then those claims (its teardown keeps them: they are not its own), and create it again",
 				strings.Join(kept, ", ")))}, nil
 		}
@@ -275,15 +275,21 @@ func (c *Controller) keptClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore
 
 // claimOfStore says the store's StatefulSet made pvc: it carries the
 // store's UID (LabelStoreUID, from the claim template; a claim kept from an
-// earlier store of the same name carries that one's). A claim without the
-// label (made by hand, or by a StatefulSet from before the label) is judged
-// by its age: not older than the StatefulSet, on kube-apiserver's clock
-// like its own (an earlier store's StatefulSet had to be gone before this
-// one was created), or, without a StatefulSet (deleted by hand in a
-// teardown), than the store, on this server's clock.
+// earlier store of the same name carries that one's). Beside a labelled
+// template, a claim without the label was made by hand. Beside a
+// StatefulSet from before the label, it is judged by its age: not older
+// than the StatefulSet, on kube-apiserver's clock like its own (an earlier
+// store's StatefulSet had to be gone before this one was created), or,
+// without a StatefulSet (deleted by hand in a teardown), than the store, on
+// this server's clock.
 func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) bool {
-	if uid, ok := pvc.Labels[LabelStoreUID]; ok {
+	if uid := pvc.Labels[LabelStoreUID]; uid != "" {
 		return uid == string(kvs.UID)
+	}
+	if sts != nil {
+		if _, labelled := claimTemplateUID(sts); labelled {
+			return false // its StatefulSet labels every claim it makes: made by hand
+		}
 	}
 	since := kvs.CreationTimestamp
 	if sts != nil {

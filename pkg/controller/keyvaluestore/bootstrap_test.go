@@ -510,12 +510,12 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 		adjust  func(*corev1.PersistentVolumeClaim)
 		refused bool
 	}{
-		"kept by an earlier store": {created: testNow.Add(-time.Hour), refused: true},
-		"made by hand, unlabelled": {created: testNow.Add(-time.Hour), adjust: hand, refused: true},
+		"kept by an earlier store": {created: testNow.Add(-time.Hour), adjust: storeUID("uid-0"), refused: true},
+		"made by hand, unlabelled": {created: testNow.Add(time.Second), adjust: hand, refused: true},
 		"the store's own":          {created: testNow.Add(time.Second)},
 		// The label decides, whatever the clocks say.
 		"labelled for an earlier store, stamped later": {created: testNow.Add(time.Second), adjust: storeUID("uid-0"), refused: true},
-		"labelled for this store, stamped earlier":     {created: testNow.Add(-time.Second), adjust: storeUID("uid-1")},
+		"labelled for this store, stamped earlier":     {created: testNow.Add(-time.Second)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kvs := newStore(withBootstrap("nightly"))

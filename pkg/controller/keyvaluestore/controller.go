@@ -117,6 +117,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 				return appsv1ac.ExtractStatefulSet(o, FieldManager)
 			},
 			normalize: samePinnedImage,
+			adapt:     keepClaimTemplateUID,
 			apply: func(ctx context.Context, ns string, ac *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
 				return kube.AppsV1().StatefulSets(ns).Apply(ctx, ac, applyOptions)
 			},

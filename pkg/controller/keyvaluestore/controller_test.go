@@ -259,11 +259,19 @@ func deleting(k *v1alpha1.KeyValueStore) {
 }
 
 // newClaim is the one PersistentVolumeClaim fixture: a data claim of kvs
-// (its labels, as the StatefulSet's claim template gives them), created at
-// created on kube-apiserver's clock.
+// (its labels and UID label, as the StatefulSet's claim template gives
+// them), created at created on kube-apiserver's clock.
 func newClaim(kvs *v1alpha1.KeyValueStore, name string, created time.Time) *corev1.PersistentVolumeClaim {
+	labels := labelsFor(kvs, ComponentData)
+	labels[LabelStoreUID] = string(kvs.UID)
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kvs.Namespace, UID: types.UID(name),
-		CreationTimestamp: metav1.NewTime(created), Labels: labelsFor(kvs, ComponentData)}}
+		CreationTimestamp: metav1.NewTime(created), Labels: labels}}
+}
+
+// unlabelled is claim as a StatefulSet from before LabelStoreUID made it.
+func unlabelled(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	delete(claim.Labels, LabelStoreUID)
+	return claim
 }
 
 // statefulSetCreatedAt gives the store's StatefulSet on the fake server the
@@ -829,7 +837,7 @@ func TestBackupRemovedDuringTeardown(t *testing.T) {
 func TestTeardownKeepsClaimsOlderThanTheStore(t *testing.T) {
 	kvs := newStore(withClaimsDeleted, deleting)
 	kvs.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
-	f := newFixture(t, kvs, newClaim(kvs, "data-s-0", testNow.Add(-30*time.Minute)), newClaim(kvs, "data-s-5", testNow.Add(-48*time.Hour)))
+	f := newFixture(t, kvs, unlabelled(newClaim(kvs, "data-s-0", testNow.Add(-30*time.Minute))), unlabelled(newClaim(kvs, "data-s-5", testNow.Add(-48*time.Hour))))
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	kube, _ := f.writes()
@@ -865,7 +873,7 @@ func TestTeardownJudgesClaimsOnKubesClock(t *testing.T) {
 			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "sts-1", Generation: 2,
 				CreationTimestamp: metav1.NewTime(testNow.Add(-2 * time.Second)), Labels: labelsFor(kvs, ComponentData)},
 				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 2}}
-			claim := newClaim(kvs, "data-s-0", tc.claimCreated)
+			claim := unlabelled(newClaim(kvs, "data-s-0", tc.claimCreated))
 			if tc.claimUID != "" {
 				claim.Labels[LabelStoreUID] = tc.claimUID
 			}
@@ -903,6 +911,24 @@ func TestClaimTemplateCarriesTheStoreUID(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.NotContains(t, kube, "apply statefulsets s")
+
+	// Nor when the cache misses it (its managed-by label removed by hand:
+	// the informers see only labelled objects) and it is read live: the
+	// apply that puts the label back keeps the template as it is (found by
+	// review: it carried the UID, which kube-apiserver refuses on every pass).
+	legacy.WithLabels(map[string]string{LabelManagedBy: "someone"})
+	_, err = f.kube.AppsV1().StatefulSets("ns").Apply(ctx, legacy, metav1.ApplyOptions{FieldManager: "someone", Force: true})
+	require.NoError(t, err)
+	cached, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, f.kubeInf.Apps().V1().StatefulSets().Informer().GetIndexer().Delete(cached))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	require.Contains(t, kube, "apply statefulsets s", "the managed-by label is put back")
+	sts, err = f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, sts.Spec.VolumeClaimTemplates[0].Labels, LabelStoreUID, "the immutable template is left as it is")
 }
 
 // Updates of workloads, Pods and claims enqueue the store only when they

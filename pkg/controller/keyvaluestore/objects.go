@@ -117,18 +117,30 @@ func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Serv
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
-// dataStatefulSet is statefulSet as the live one, cur, can take it: claim
-// templates are immutable, so a StatefulSet made before its claims carried
-// the store's UID keeps its template without it (its claims are judged by
-// their age, see claimOfStore).
-func dataStatefulSet(kvs *v1alpha1.KeyValueStore, replicas int32, cur *appsv1.StatefulSet) *appsv1ac.StatefulSetApplyConfiguration {
-	desired := statefulSet(kvs, replicas)
-	if cur != nil && !slices.ContainsFunc(cur.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Labels[LabelStoreUID] != "" }) {
-		for i := range desired.Spec.VolumeClaimTemplates {
+// keepClaimTemplateUID makes desired's claim template carry LabelStoreUID
+// exactly as the existing StatefulSet's does: volumeClaimTemplates is
+// immutable, so one created before the label (or adopted by its labels from
+// an earlier store) keeps its own, and an apply of another is refused.
+func keepClaimTemplateUID(cur *appsv1.StatefulSet, desired *appsv1ac.StatefulSetApplyConfiguration) {
+	uid, labelled := claimTemplateUID(cur)
+	for i := range desired.Spec.VolumeClaimTemplates {
+		if labelled {
+			desired.Spec.VolumeClaimTemplates[i].Labels[LabelStoreUID] = uid
+		} else {
 			delete(desired.Spec.VolumeClaimTemplates[i].Labels, LabelStoreUID)
 		}
 	}
-	return desired
+}
+
+// claimTemplateUID is the LabelStoreUID of sts's data claim template, if it
+// has one.
+func claimTemplateUID(sts *appsv1.StatefulSet) (string, bool) {
+	i := slices.IndexFunc(sts.Spec.VolumeClaimTemplates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == dataVolumeName })
+	if i < 0 {
+		return "", false
+	}
+	uid := sts.Spec.VolumeClaimTemplates[i].Labels[LabelStoreUID]
+	return uid, uid != ""
 }
 
 // statefulSet runs the data replicas with one volume each.

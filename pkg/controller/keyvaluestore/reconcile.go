@@ -123,7 +123,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, headlessServiceName(kvs), headlessService(kvs)); err != nil {
 		return sts, proxy, boot, err
 	}
-	applied, err := applyUnlessUnchanged(ctx, c, c.statefulSets, kvs, kvs.Name, dataStatefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1), sts))
+	applied, err := applyUnlessUnchanged(ctx, c, c.statefulSets, kvs, kvs.Name, statefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1)))
 	if err != nil {
 		return sts, proxy, boot, err
 	}
