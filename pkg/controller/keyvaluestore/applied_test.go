@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -161,11 +162,18 @@ func TestImagePinnedByAdmissionIsNotReapplied(t *testing.T) {
 	pinned := statefulSet(kvs, 3)
 	c := acDataContainer(pinned)
 	c.WithImage(*c.Image + "@sha256:" + strings.Repeat("0", 64))
-	_, err := f.kube.AppsV1().StatefulSets("ns").Apply(context.Background(), pinned, applyOptions)
-	require.NoError(t, err)
-	f.refreshCache("ns")
-	_, err = f.sync(f.stored(kvs))
+	f.applyAsOurs(pinned)
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.NotContains(t, kube, "apply statefulsets s")
+}
+
+// applyAsOurs puts sts on the fake server as the controller's own apply
+// would have written it, and refreshes the caches.
+func (f *fixture) applyAsOurs(sts *appsv1ac.StatefulSetApplyConfiguration) {
+	f.t.Helper()
+	_, err := f.kube.AppsV1().StatefulSets(*sts.Namespace).Apply(context.Background(), sts, applyOptions)
+	require.NoError(f.t, err)
+	f.refreshCache(*sts.Namespace)
 }

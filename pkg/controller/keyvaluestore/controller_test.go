@@ -904,9 +904,7 @@ func TestClaimTemplateCarriesTheStoreUID(t *testing.T) {
 	// refused (volumeClaimTemplates is immutable); it is left as it is.
 	legacy := statefulSet(kvs, 3)
 	delete(legacy.Spec.VolumeClaimTemplates[0].Labels, LabelStoreUID)
-	_, err = f.kube.AppsV1().StatefulSets("ns").Apply(ctx, legacy, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	require.NoError(t, err)
-	f.refreshCache("ns")
+	f.applyAsOurs(legacy)
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
