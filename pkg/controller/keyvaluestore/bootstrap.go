@@ -286,13 +286,11 @@ func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore
 	if uid := pvc.Labels[LabelStoreUID]; uid != "" {
 		return uid == string(kvs.UID)
 	}
+	since := kvs.CreationTimestamp
 	if sts != nil {
 		if _, labelled := claimTemplateUID(sts); labelled {
 			return false // its StatefulSet labels every claim it makes: made by hand
 		}
-	}
-	since := kvs.CreationTimestamp
-	if sts != nil {
 		since = sts.CreationTimestamp
 	}
 	return !pvc.CreationTimestamp.Before(&since)

@@ -109,7 +109,8 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 	if err != nil {
 		return scheduling{err: err}
 	}
-	if sched.Next(now).IsZero() {
+	next := sched.Next(now)
+	if next.IsZero() {
 		// Stored before the API refused it: say so rather than never fire.
 		return scheduling{err: errors.New("it matches no time in the next five years")}
 	}
@@ -130,7 +131,7 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 		due = time.Time{}
 	}
 	return scheduling{
-		next:      sched.Next(now),
+		next:      next,
 		due:       due,
 		prune:     toPrune(scheduled, keepOf(b)),
 		scheduled: scheduled,
