@@ -75,11 +75,18 @@ const (
 // never deletes it with the store); the user renames or removes one of them.
 type objectInTheWayError struct {
 	kind, namespace, name, holder string
+	// advice replaces the default way out (delete or rename it, or rename
+	// the store) where that is not all there is to say.
+	advice string
 }
 
 func (e *objectInTheWayError) Error() string {
-	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this KeyValueStore (%s); "+
-		"delete or rename it, or give the store another name", e.kind, e.namespace, e.name, e.holder)
+	advice := e.advice
+	if advice == "" {
+		advice = "delete or rename it, or give the store another name"
+	}
+	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this KeyValueStore (%s); %s",
+		e.kind, e.namespace, e.name, e.holder, advice)
 }
 
 // applyUnlessUnchanged server-side applies desired as the object name of

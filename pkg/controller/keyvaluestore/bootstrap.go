@@ -251,51 +251,6 @@ func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyVal
 	return !slices.ContainsFunc(list.Items, func(j batchv1.Job) bool { return metav1.IsControlledBy(&j, kvs) }), nil
 }
 
-// keptClaims are the data claims of the store's Pods that its StatefulSet
-// did not create (see claimOfStore). They are read from the server by
-// name: a claim made by hand may carry none of our labels, and the
-// StatefulSet takes it over all the same.
-func (c *Controller) keptClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) ([]string, error) {
-	var kept []string
-	for i := range ptr.Deref(kvs.Spec.Replicas, 1) {
-		name := fmt.Sprintf("%s-%s-%d", dataVolumeName, kvs.Name, i)
-		pvc, err := c.kube.CoreV1().PersistentVolumeClaims(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("read claim %s: %w", name, err)
-		}
-		if !claimOfStore(pvc, kvs, sts) {
-			kept = append(kept, name)
-		}
-	}
-	return kept, nil
-}
-
-// claimOfStore says the store's StatefulSet made pvc: it carries the
-// store's UID (LabelStoreUID, from the claim template; a claim kept from an
-// earlier store of the same name carries that one's). Beside a labelled
-// template, a claim without the label was made by hand. Beside a
-// StatefulSet from before the label, it is judged by its age: not older
-// than the StatefulSet, on kube-apiserver's clock like its own (an earlier
-// store's StatefulSet had to be gone before this one was created), or,
-// without a StatefulSet (deleted by hand in a teardown), than the store, on
-// this server's clock.
-func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) bool {
-	if uid := pvc.Labels[LabelStoreUID]; uid != "" {
-		return uid == string(kvs.UID)
-	}
-	since := kvs.CreationTimestamp
-	if sts != nil {
-		if _, labelled := claimTemplateUID(sts); labelled {
-			return false // its StatefulSet labels every claim it makes: made by hand
-		}
-		since = sts.CreationTimestamp
-	}
-	return !pvc.CreationTimestamp.Before(&since)
-}
-
 // startBootstrap starts attempt n, after previous (nil for the first),
 // from the backup attempt 1 was given and no other.
 func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, previous *batchv1.Job, attempt int,

@@ -929,6 +929,67 @@ func TestClaimTemplateCarriesTheStoreUID(t *testing.T) {
 	assert.NotContains(t, sts.Spec.VolumeClaimTemplates[0].Labels, LabelStoreUID, "the immutable template is left as it is")
 }
 
+// A scale-up stops before a claim kept from another store of the same
+// name (found and left in session 14): the StatefulSet would give it, with
+// that store's data, to the new replica. Claims of the earlier store the
+// store was recreated on, and claims made by hand, are taken as before.
+func TestScaleUpStopsBeforeAnotherStoresClaim(t *testing.T) {
+	claim := func(kvs *v1alpha1.KeyValueStore, ordinal int32, uid string) *corev1.PersistentVolumeClaim {
+		c := newClaim(kvs, dataClaimName(kvs, ordinal), testNow)
+		if uid == "" {
+			return unlabelled(c)
+		}
+		c.Labels[LabelStoreUID] = uid
+		return c
+	}
+	for _, tc := range []struct {
+		name                string
+		firstUID, fourthUID string // the labels of data-s-0 and data-s-4
+		wantReplicas        int32
+	}{
+		{"another store's claim: held before it", "uid-1", "old-uid", 4},
+		{"the earlier store's, which the store runs on", "old-uid", "old-uid", 6},
+		{"made by hand", "uid-1", "", 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			kvs := newStore()
+			f := newFixture(t, kvs, claim(kvs, 0, tc.firstUID), claim(kvs, 4, tc.fourthUID))
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.markReady(kvs)
+			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](6) })
+			res, err := f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			replicas := func() int32 {
+				sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+				require.NoError(t, err)
+				return ptr.Deref(sts.Spec.Replicas, 1)
+			}
+			assert.Equal(t, tc.wantReplicas, replicas())
+			p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+			require.NotNil(t, p)
+			if tc.wantReplicas == 6 {
+				assert.NotEqual(t, ReasonObjectInTheWay, p.Reason)
+				return
+			}
+			assert.Equal(t, waitFallback, res.requeueAfter, "no event comes when the claim goes: looked at again now and then")
+			assert.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
+			assert.Equal(t, ReasonObjectInTheWay, p.Reason)
+			assert.Contains(t, p.Message, "PersistentVolumeClaim ns/data-s-4 already exists and is not controlled by this KeyValueStore (it holds the data of an earlier store of this name, uid old-uid)")
+			assert.Contains(t, p.Message, "the scale-up stops before Pod s-4")
+			assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ObjectInTheWay PersistentVolumeClaim ns/data-s-4")
+
+			// Its data not wanted, the user deletes it: the scale-up goes on.
+			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(ctx, "data-s-4", metav1.DeleteOptions{}))
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			assert.Equal(t, int32(6), replicas())
+		})
+	}
+}
+
 // Updates of workloads, Pods and claims enqueue the store only when they
 // change what the controller reads; each workload controller writes its
 // other status fields (conditions, available and current counts) separately.

@@ -123,7 +123,11 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, headlessServiceName(kvs), headlessService(kvs)); err != nil {
 		return sts, proxy, boot, err
 	}
-	applied, err := applyUnlessUnchanged(ctx, c, c.statefulSets, kvs, kvs.Name, statefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1)))
+	replicas, held, err := c.replicasToRun(ctx, kvs, sts)
+	if err != nil {
+		return sts, proxy, boot, err
+	}
+	applied, err := applyUnlessUnchanged(ctx, c, c.statefulSets, kvs, kvs.Name, statefulSet(kvs, replicas))
 	if err != nil {
 		return sts, proxy, boot, err
 	}
@@ -171,6 +175,11 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 			c.recorder.Eventf(kvs, corev1.EventTypeNormal, "Deleted", "Deleted proxy Deployment %s (spec.proxy.replicas is 0)", proxy.Name)
 		}
 		proxy = nil
+	}
+	if held != nil {
+		// Everything else follows the spec; the scale-up waits (and is
+		// reported as the claim in its way).
+		return sts, proxy, boot, held
 	}
 	return sts, proxy, boot, nil
 }
