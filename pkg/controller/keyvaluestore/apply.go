@@ -75,18 +75,17 @@ const (
 // never deletes it with the store); the user renames or removes one of them.
 type objectInTheWayError struct {
 	kind, namespace, name, holder string
-	// advice replaces the default way out (delete or rename it, or rename
-	// the store) where that is not all there is to say.
-	advice string
+	// problem, if set, says what is wrong with the object and the ways on,
+	// in place of "not controlled by this store" (a claim never is).
+	problem string
 }
 
 func (e *objectInTheWayError) Error() string {
-	advice := e.advice
-	if advice == "" {
-		advice = "delete or rename it, or give the store another name"
+	if e.problem != "" {
+		return fmt.Sprintf("%s %s/%s %s", e.kind, e.namespace, e.name, e.problem)
 	}
-	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this KeyValueStore (%s); %s",
-		e.kind, e.namespace, e.name, e.holder, advice)
+	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this KeyValueStore (%s); "+
+		"delete or rename it, or give the store another name", e.kind, e.namespace, e.name, e.holder)
 }
 
 // applyUnlessUnchanged server-side applies desired as the object name of

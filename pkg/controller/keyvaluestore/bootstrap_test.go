@@ -499,7 +499,10 @@ func TestBootstrapSourceVerdictComesFromTheServer(t *testing.T) {
 // kept (Retain, the default), and its StatefulSet takes them over with
 // their data: a bootstrap would restore over it (found by review). Claims
 // older than the StatefulSet stop the bootstrap for good, labelled or made
-// by hand; the store's own claims do not.
+// by hand; the store's own claims do not. (The first replica's claim: a
+// store recreated on kept claims runs on that store's data, see lineage.
+// Another store's claim beside a claim of the store's own stops the
+// replicas before it instead: TestCreationStopsBeforeAnotherStoresClaim.)
 func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 	hand := func(c *corev1.PersistentVolumeClaim) { c.Labels = nil }
 	storeUID := func(uid string) func(*corev1.PersistentVolumeClaim) {
@@ -519,7 +522,7 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			kvs := newStore(withBootstrap("nightly"))
-			claim := newClaim(kvs, "data-s-1", tc.created)
+			claim := newClaim(kvs, "data-s-0", tc.created)
 			if tc.adjust != nil {
 				tc.adjust(claim)
 			}
@@ -539,11 +542,11 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 			}
 			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
 			assert.Equal(t, ReasonClaimsHoldData, c.Reason)
-			assert.Contains(t, c.Message, "data-s-1")
+			assert.Contains(t, c.Message, "data-s-0")
 			assert.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
 
 			// For good: not even once the claim is gone.
-			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(context.Background(), "data-s-1", metav1.DeleteOptions{}))
+			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(context.Background(), "data-s-0", metav1.DeleteOptions{}))
 			f.refreshCache("ns")
 			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)

@@ -73,61 +73,92 @@ func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore
 	return !pvc.CreationTimestamp.Before(&since)
 }
 
-// replicasToRun is how many data replicas the StatefulSet may run. A
-// scale-up stops before the first new ordinal whose claim was kept from
-// another store of the same name (it carries that store's UID): the
-// StatefulSet would give the new replica that claim, and with it data of
+// replicasToRun is how many data replicas the StatefulSet may run. A new
+// replica stops before the first ordinal whose claim was kept from another
+// store of the same name (it carries that store's UID; see lineage): the
+// StatefulSet would give the replica that claim, and with it data of
 // another lineage. Taken over are the store's own claims (kept by an
-// earlier scale-down), claims made by hand (without the label, as at
-// creation), and claims of the earlier store whose data the store was
-// recreated on (the label its first claim carries). held names the claim
-// that stops it; nil when the spec's replicas can run.
+// earlier scale-down), claims without the label (made by hand, as at
+// creation), and those of the store's lineage. A replica that already runs
+// is never taken away by this check. held names the claim that stops it;
+// nil when the spec's replicas can run.
+//
+// The claims come from the cache: a claim kept from another store carries
+// our labels (its StatefulSet's template gave them), so the cache holds it
+// unless its labels were removed, and then it counts as made by hand.
 func (c *Controller) replicasToRun(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (int32, *objectInTheWayError, error) {
 	want := ptr.Deref(kvs.Spec.Replicas, 1)
-	if sts == nil {
-		return want, nil, nil // created: the bootstrap judges the claims it is given (keptClaims)
+	if _, _, found := c.foreignClaim(kvs, sts, 0, want); !found {
+		return want, nil, nil // no request at all in the common case
 	}
-	running := ptr.Deref(sts.Spec.Replicas, 1)
-	if want <= running {
+	if sts == nil {
+		// Not in the cache (created just now, or missed): what runs is read
+		// live, so that the check never scales a running store down.
+		live, err := c.statefulSets.live(ctx, kvs.Namespace, kvs.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return 0, nil, fmt.Errorf("get StatefulSet %s: %w", kvs.Name, err)
+		case !ours(live, kvs):
+			return want, nil, nil // in the way: the apply refuses it anyway
+		default:
+			sts = live
+		}
+	}
+	running := int32(0)
+	if sts != nil {
+		running = ptr.Deref(sts.Spec.Replicas, 1)
+	}
+	i, uid, found := c.foreignClaim(kvs, sts, running, want)
+	if !found {
 		return want, nil, nil
 	}
-	lineage, err := c.lineage(ctx, kvs, sts)
-	if err != nil {
-		return 0, nil, err
-	}
-	for i := running; i < want; i++ {
-		pvc, err := c.liveClaim(ctx, kvs, i)
-		if err != nil {
-			return 0, nil, err
-		}
-		if pvc == nil {
-			continue
-		}
-		if uid := pvc.Labels[LabelStoreUID]; uid != "" && !lineage[uid] {
-			return i, &objectInTheWayError{kind: "PersistentVolumeClaim", namespace: kvs.Namespace, name: pvc.Name,
-				holder: fmt.Sprintf("it holds the data of an earlier store of this name, uid %s", uid),
-				advice: fmt.Sprintf("the scale-up stops before Pod %s-%d, which would start on that data: "+
-					"delete the claim if its data is not wanted, or set spec.replicas to %d or fewer", kvs.Name, i, i)}, nil
+	return i, &objectInTheWayError{kind: "PersistentVolumeClaim", namespace: kvs.Namespace, name: dataClaimName(kvs, i),
+		problem: fmt.Sprintf("holds the data of an earlier store of this name (uid %s); the scale-up stops before Pod %s-%d, which would start on that data: "+
+			"delete the claim if its data is not wanted, or set spec.replicas to %d or fewer", uid, kvs.Name, i, i)}, nil
+}
+
+// foreignClaim is the first ordinal in [from, to) whose cached claim
+// carries a store UID outside the store's lineage, and that UID.
+func (c *Controller) foreignClaim(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, from, to int32) (int32, string, bool) {
+	lineage := c.lineage(kvs, sts)
+	for i := from; i < to; i++ {
+		if uid := c.cachedClaimUID(kvs, i); uid != "" && !lineage[uid] {
+			return i, uid, true
 		}
 	}
-	return want, nil, nil
+	return 0, "", false
 }
 
 // lineage are the store UIDs whose claims hold the store's data: its own,
-// its claim template's (an adopted StatefulSet keeps the UID of the store
-// that created it), and that of its first replica's claim (a store
-// recreated on an earlier store's kept claims runs on that store's data).
-func (c *Controller) lineage(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (map[string]bool, error) {
+// its claim template's (a StatefulSet adopted by its labels keeps the UID
+// of the store that created it), and that of its first replica's claim (a
+// store recreated on an earlier store's kept claims runs on that store's
+// data). A lineage longer than that (recreated twice, scaled up between)
+// is not followed: those claims are held back, the side of the data.
+func (c *Controller) lineage(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) map[string]bool {
 	uids := map[string]bool{string(kvs.UID): true}
-	if uid, ok := claimTemplateUID(sts); ok {
+	if sts != nil {
+		if uid, ok := claimTemplateUID(sts); ok {
+			uids[uid] = true
+		}
+	}
+	if uid := c.cachedClaimUID(kvs, 0); uid != "" {
 		uids[uid] = true
 	}
-	first, err := c.liveClaim(ctx, kvs, 0)
-	if err != nil {
-		return nil, err
+	return uids
+}
+
+// cachedClaimUID is the store UID label of the cached claim of ordinal i
+// ("" if there is none, or it has no label).
+func (c *Controller) cachedClaimUID(kvs *v1alpha1.KeyValueStore, i int32) string {
+	obj, exists, err := c.claims.GetByKey(kvs.Namespace + "/" + dataClaimName(kvs, i))
+	if err != nil || !exists {
+		return ""
 	}
-	if first != nil && first.Labels[LabelStoreUID] != "" {
-		uids[first.Labels[LabelStoreUID]] = true
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return ""
 	}
-	return uids, nil
+	return pvc.Labels[LabelStoreUID]
 }

@@ -931,42 +931,36 @@ func TestClaimTemplateCarriesTheStoreUID(t *testing.T) {
 
 // A scale-up stops before a claim kept from another store of the same
 // name (found and left in session 14): the StatefulSet would give it, with
-// that store's data, to the new replica. Claims of the earlier store the
-// store was recreated on, and claims made by hand, are taken as before.
+// that store's data, to the new replica. The store's own claims, claims of
+// its lineage and claims made by hand are taken as before.
 func TestScaleUpStopsBeforeAnotherStoresClaim(t *testing.T) {
-	claim := func(kvs *v1alpha1.KeyValueStore, ordinal int32, uid string) *corev1.PersistentVolumeClaim {
-		c := newClaim(kvs, dataClaimName(kvs, ordinal), testNow)
-		if uid == "" {
-			return unlabelled(c)
-		}
-		c.Labels[LabelStoreUID] = uid
-		return c
-	}
 	for _, tc := range []struct {
 		name                string
 		firstUID, fourthUID string // the labels of data-s-0 and data-s-4
+		templateUID         string // an adopted StatefulSet's, if not the store's
 		wantReplicas        int32
 	}{
-		{"another store's claim: held before it", "uid-1", "old-uid", 4},
-		{"the earlier store's, which the store runs on", "old-uid", "old-uid", 6},
-		{"made by hand", "uid-1", "", 6},
+		{name: "another store's claim: held before it", firstUID: "uid-1", fourthUID: "old-uid", wantReplicas: 4},
+		{name: "its own, kept by an earlier scale-down", firstUID: "uid-1", fourthUID: "uid-1", wantReplicas: 6},
+		{name: "the earlier store's, which the store runs on", firstUID: "old-uid", fourthUID: "old-uid", wantReplicas: 6},
+		{name: "its adopted StatefulSet's", firstUID: "uid-1", fourthUID: "old-uid", templateUID: "old-uid", wantReplicas: 6},
+		{name: "made by hand", firstUID: "uid-1", fourthUID: "", wantReplicas: 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			kvs := newStore()
-			f := newFixture(t, kvs, claim(kvs, 0, tc.firstUID), claim(kvs, 4, tc.fourthUID))
+			f := newFixture(t, kvs, claimWithUID(kvs, 0, tc.firstUID), claimWithUID(kvs, 4, tc.fourthUID))
+			if tc.templateUID != "" {
+				adopted := statefulSet(kvs, 3)
+				adopted.Spec.VolumeClaimTemplates[0].Labels[LabelStoreUID] = tc.templateUID
+				f.applyAsOurs(adopted)
+			}
 			_, err := f.sync(kvs)
 			require.NoError(t, err)
 			f.markReady(kvs)
 			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](6) })
 			res, err := f.sync(f.stored(kvs))
 			require.NoError(t, err)
-			replicas := func() int32 {
-				sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
-				require.NoError(t, err)
-				return ptr.Deref(sts.Spec.Replicas, 1)
-			}
-			assert.Equal(t, tc.wantReplicas, replicas())
+			assert.Equal(t, tc.wantReplicas, f.statefulSetReplicas(kvs))
 			p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
 			require.NotNil(t, p)
 			if tc.wantReplicas == 6 {
@@ -976,18 +970,85 @@ func TestScaleUpStopsBeforeAnotherStoresClaim(t *testing.T) {
 			assert.Equal(t, waitFallback, res.requeueAfter, "no event comes when the claim goes: looked at again now and then")
 			assert.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
 			assert.Equal(t, ReasonObjectInTheWay, p.Reason)
-			assert.Contains(t, p.Message, "PersistentVolumeClaim ns/data-s-4 already exists and is not controlled by this KeyValueStore (it holds the data of an earlier store of this name, uid old-uid)")
-			assert.Contains(t, p.Message, "the scale-up stops before Pod s-4")
+			assert.Equal(t, "PersistentVolumeClaim ns/data-s-4 holds the data of an earlier store of this name (uid old-uid); the scale-up stops before Pod s-4, which would start on that data: "+
+				"delete the claim if its data is not wanted, or set spec.replicas to 4 or fewer", p.Message)
 			assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ObjectInTheWay PersistentVolumeClaim ns/data-s-4")
 
-			// Its data not wanted, the user deletes it: the scale-up goes on.
-			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(ctx, "data-s-4", metav1.DeleteOptions{}))
+			// Held on the next pass too, told once.
 			f.refreshCache("ns")
 			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)
-			assert.Equal(t, int32(6), replicas())
+			assert.Equal(t, int32(4), f.statefulSetReplicas(kvs))
+			assert.NotContains(t, strings.Join(f.events(), "\n"), "Warning")
+
+			// The StatefulSet deleted while held (or missed by the cache): the
+			// one recreated stops at the same claim.
+			f.deleteStatefulSet(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			assert.Equal(t, int32(4), f.statefulSetReplicas(kvs))
+
+			// Its data not wanted, the user deletes the claim: the scale-up goes on.
+			f.deleteClaim(kvs, 4)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			assert.Equal(t, int32(6), f.statefulSetReplicas(kvs))
 		})
 	}
+}
+
+// A store created over another store's kept claim (its first claim not
+// kept, so not that store's data) stops before it from the start.
+func TestCreationStopsBeforeAnotherStoresClaim(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs, claimWithUID(kvs, 1, "old-uid"))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), f.statefulSetReplicas(kvs))
+	p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, p)
+	assert.Equal(t, ReasonObjectInTheWay, p.Reason)
+	assert.Contains(t, p.Message, "stops before Pod s-1")
+}
+
+// claimWithUID is a data claim of kvs with ordinal i as the StatefulSet of
+// the store with that UID made it ("": made by hand, without the label).
+func claimWithUID(kvs *v1alpha1.KeyValueStore, i int32, uid string) *corev1.PersistentVolumeClaim {
+	c := newClaim(kvs, dataClaimName(kvs, i), testNow)
+	if uid == "" {
+		return unlabelled(c)
+	}
+	c.Labels[LabelStoreUID] = uid
+	return c
+}
+
+// statefulSetReplicas is the replicas the store's StatefulSet on the fake
+// server asks for.
+func (f *fixture) statefulSetReplicas(kvs *v1alpha1.KeyValueStore) int32 {
+	f.t.Helper()
+	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(context.Background(), kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return ptr.Deref(sts.Spec.Replicas, 1)
+}
+
+// deleteStatefulSet deletes the store's StatefulSet from the fake server
+// and the cache, as a kubectl delete --cascade=orphan does.
+func (f *fixture) deleteStatefulSet(kvs *v1alpha1.KeyValueStore) {
+	f.t.Helper()
+	require.NoError(f.t, f.kube.AppsV1().StatefulSets(kvs.Namespace).Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
+	require.NoError(f.t, f.kubeInf.Apps().V1().StatefulSets().Informer().GetIndexer().Delete(
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+}
+
+// deleteClaim deletes the data claim of ordinal i from the fake server and
+// the cache.
+func (f *fixture) deleteClaim(kvs *v1alpha1.KeyValueStore, i int32) {
+	f.t.Helper()
+	name := dataClaimName(kvs, i)
+	require.NoError(f.t, f.kube.CoreV1().PersistentVolumeClaims(kvs.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	require.NoError(f.t, f.kubeInf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Delete(
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kvs.Namespace}}))
 }
 
 // Updates of workloads, Pods and claims enqueue the store only when they
