@@ -512,17 +512,19 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 		created time.Time
 		adjust  func(*corev1.PersistentVolumeClaim)
 		refused bool
+		ordinal int32 // of the claim; every ordinal is read
 	}{
-		"kept by an earlier store": {created: testNow.Add(-time.Hour), adjust: storeUID("uid-0"), refused: true},
-		"made by hand, unlabelled": {created: testNow.Add(time.Second), adjust: hand, refused: true},
-		"the store's own":          {created: testNow.Add(time.Second)},
+		"kept by an earlier store":      {created: testNow.Add(-time.Hour), adjust: storeUID("uid-0"), refused: true},
+		"made by hand, unlabelled":      {created: testNow.Add(time.Second), adjust: hand, refused: true},
+		"made by hand, a later ordinal": {created: testNow.Add(time.Second), adjust: hand, refused: true, ordinal: 2},
+		"the store's own":               {created: testNow.Add(time.Second)},
 		// The label decides, whatever the clocks say.
 		"labelled for an earlier store, stamped later": {created: testNow.Add(time.Second), adjust: storeUID("uid-0"), refused: true},
 		"labelled for this store, stamped earlier":     {created: testNow.Add(-time.Second)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kvs := newStore(withBootstrap("nightly"))
-			claim := newClaim(kvs, "data-s-0", tc.created)
+			claim := newClaim(kvs, dataClaimName(kvs, tc.ordinal), tc.created)
 			if tc.adjust != nil {
 				tc.adjust(claim)
 			}
@@ -542,11 +544,11 @@ func TestBootstrapNeverRunsOverKeptClaims(t *testing.T) {
 			}
 			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
 			assert.Equal(t, ReasonClaimsHoldData, c.Reason)
-			assert.Contains(t, c.Message, "data-s-0")
+			assert.Contains(t, c.Message, claim.Name)
 			assert.Equal(t, v1alpha1.PhaseFailed, f.stored(kvs).Status.Phase)
 
 			// For good: not even once the claim is gone.
-			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(context.Background(), "data-s-0", metav1.DeleteOptions{}))
+			require.NoError(t, f.kube.CoreV1().PersistentVolumeClaims("ns").Delete(context.Background(), claim.Name, metav1.DeleteOptions{}))
 			f.refreshCache("ns")
 			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)

@@ -3,6 +3,8 @@ package keyvaluestore
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +82,8 @@ func claimOfStore(pvc *corev1.PersistentVolumeClaim, kvs *v1alpha1.KeyValueStore
 // another lineage. Taken over are the store's own claims (kept by an
 // earlier scale-down), claims without the label (made by hand, as at
 // creation), and those of the store's lineage. A replica that already runs
-// is never taken away by this check. held names the claim that stops it;
+// (by the StatefulSet, or by the data Pods in the cache) is never taken
+// away by this check. held names the claim that stops it;
 // nil when the spec's replicas can run.
 //
 // The claims come from the cache: a claim kept from another store carries
@@ -105,9 +108,9 @@ func (c *Controller) replicasToRun(ctx context.Context, kvs *v1alpha1.KeyValueSt
 			sts = live
 		}
 	}
-	running := int32(0)
+	running := c.runningPods(kvs)
 	if sts != nil {
-		running = ptr.Deref(sts.Spec.Replicas, 1)
+		running = max(running, ptr.Deref(sts.Spec.Replicas, 1))
 	}
 	i, uid, found := c.foreignClaim(kvs, sts, running, want)
 	if !found {
@@ -150,15 +153,35 @@ func (c *Controller) lineage(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSe
 }
 
 // cachedClaimUID is the store UID label of the cached claim of ordinal i
-// ("" if there is none, or it has no label).
+// ("" if there is none, it has no label, or it is being deleted: the
+// StatefulSet starts no Pod on a claim being deleted).
 func (c *Controller) cachedClaimUID(kvs *v1alpha1.KeyValueStore, i int32) string {
 	obj, exists, err := c.claims.GetByKey(kvs.Namespace + "/" + dataClaimName(kvs, i))
 	if err != nil || !exists {
 		return ""
 	}
 	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok {
+	if !ok || pvc.DeletionTimestamp != nil {
 		return ""
 	}
 	return pvc.Labels[LabelStoreUID]
+}
+
+// runningPods is one more than the highest ordinal among the store's cached
+// data Pods: the replicas that run even without a StatefulSet (deleted
+// with --cascade=orphan, its Pods are adopted by the next one, which
+// deletes those above its replicas).
+func (c *Controller) runningPods(kvs *v1alpha1.KeyValueStore) int32 {
+	pods, err := componentObjects[*corev1.Pod](c.pods, kvs, ComponentData)
+	if err != nil {
+		return 0
+	}
+	n := int32(0)
+	for _, p := range pods {
+		suffix, ok := strings.CutPrefix(p.Name, kvs.Name+"-")
+		if i, err := strconv.ParseInt(suffix, 10, 32); ok && err == nil {
+			n = max(n, int32(i)+1)
+		}
+	}
+	return n
 }

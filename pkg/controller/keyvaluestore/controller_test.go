@@ -735,8 +735,10 @@ func TestTeardownUnblocksAStalledScaleDown(t *testing.T) {
 		if ready {
 			status = corev1.ConditionTrue
 		}
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-" + strconv.Itoa(i), Namespace: "ns", UID: types.UID("pod-" + strconv.Itoa(i)), Labels: labelsFor(kvs, ComponentData)},
-			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+		p := newDataPod(kvs, int32(i))
+		p.UID = types.UID("pod-" + strconv.Itoa(i))
+		p.Status = corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
+		return p
 	}
 	p0, p1, p2 := pod(0, false), pod(1, true), pod(2, true)
 	f := newFixture(t, kvs, sts, p0, p1, p2)
@@ -994,6 +996,27 @@ func TestScaleUpStopsBeforeAnotherStoresClaim(t *testing.T) {
 			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)
 			assert.Equal(t, int32(6), f.statefulSetReplicas(kvs))
+
+			// Replicas that run are never taken away, even by a claim the
+			// check would hold back (say, one a replica took before the
+			// check existed): not with the StatefulSet cached, missed by
+			// the cache (read live), or deleted with its Pods left running.
+			f.cache(claimWithUID(kvs, 4, "old-uid"))
+			for i := range int32(6) {
+				f.cache(newDataPod(kvs, i))
+			}
+			resync := func(what string) {
+				t.Helper()
+				_, err := f.sync(f.stored(kvs))
+				require.NoError(t, err)
+				assert.Equal(t, int32(6), f.statefulSetReplicas(kvs), what)
+			}
+			resync("StatefulSet cached")
+			require.NoError(t, f.kubeInf.Apps().V1().StatefulSets().Informer().GetIndexer().Delete(
+				&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+			resync("StatefulSet read live")
+			f.deleteStatefulSet(kvs)
+			resync("StatefulSet deleted, its Pods running")
 		})
 	}
 }
@@ -1012,6 +1035,19 @@ func TestCreationStopsBeforeAnotherStoresClaim(t *testing.T) {
 	assert.Contains(t, p.Message, "stops before Pod s-1")
 }
 
+// A claim being deleted stops nothing: the StatefulSet starts no Pod on
+// it, and it goes (say, an earlier store's under whenDeleted: Delete).
+func TestClaimBeingDeletedDoesNotStopAReplica(t *testing.T) {
+	kvs := newStore()
+	going := claimWithUID(kvs, 1, "old-uid")
+	going.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	going.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	f := newFixture(t, kvs, going)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), f.statefulSetReplicas(kvs))
+}
+
 // claimWithUID is a data claim of kvs with ordinal i as the StatefulSet of
 // the store with that UID made it ("": made by hand, without the label).
 func claimWithUID(kvs *v1alpha1.KeyValueStore, i int32, uid string) *corev1.PersistentVolumeClaim {
@@ -1021,6 +1057,12 @@ func claimWithUID(kvs *v1alpha1.KeyValueStore, i int32, uid string) *corev1.Pers
 	}
 	c.Labels[LabelStoreUID] = uid
 	return c
+}
+
+// newDataPod is the one data Pod fixture: the StatefulSet's Pod of kvs
+// with ordinal i.
+func newDataPod(kvs *v1alpha1.KeyValueStore, i int32) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", kvs.Name, i), Namespace: kvs.Namespace, Labels: labelsFor(kvs, ComponentData)}}
 }
 
 // statefulSetReplicas is the replicas the store's StatefulSet on the fake
@@ -1115,7 +1157,7 @@ func TestTeardownInATerminatingNamespaceReadsTheCache(t *testing.T) {
 			ns.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
 			ns.Status.Phase = corev1.NamespaceTerminating
 		}
-		dataPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-0", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)}}
+		dataPod := newDataPod(kvs, 0)
 		f := newFixture(t, kvs, dataPod)
 		require.NoError(t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(ns))
 		_, err := f.sync(kvs)
@@ -1137,7 +1179,7 @@ func TestTeardownIgnoresAStaleTerminatingNamespace(t *testing.T) {
 	kvs.CreationTimestamp = metav1.NewTime(testNow)
 	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: ptr.To(metav1.NewTime(testNow.Add(-time.Hour)))},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
-	dataPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-0", Namespace: "ns", Labels: labelsFor(kvs, ComponentData)}}
+	dataPod := newDataPod(kvs, 0)
 	f := newFixture(t, kvs, dataPod)
 	require.NoError(t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(old))
 	_, err := f.sync(kvs)
