@@ -231,16 +231,22 @@ func TestControllerScaleAndUpgrade(t *testing.T) {
 	assert.Equal(t, "redis:7.4", sts.Spec.Template.Spec.Containers[0].Image)
 }
 
+// createReady creates obj in ns and waits until it is Ready.
+func createReady(t *testing.T, kvs versioned.Interface, ns string, obj *v1alpha1.KeyValueStore) {
+	t.Helper()
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, obj.Name, "Ready", isReady)
+}
+
 func TestControllerRepairsDrift(t *testing.T) {
 	ctx := context.Background()
 	kube, kvs := clients(t)
 	ns := namespace(t)
-	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, store("drift", 3), metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitStore(t, kvs, ns, "drift", "Ready", isReady)
+	createReady(t, kvs, ns, store("drift", 3))
 
 	// A hand-edited replica count is put back.
-	_, err = kube.AppsV1().StatefulSets(ns).Patch(ctx, "drift", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{FieldManager: "someone"})
+	_, err := kube.AppsV1().StatefulSets(ns).Patch(ctx, "drift", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{FieldManager: "someone"})
 	require.NoError(t, err)
 	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
 		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "drift", metav1.GetOptions{})

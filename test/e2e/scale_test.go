@@ -8,7 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
@@ -96,4 +101,47 @@ func TestBuiltinRolesGrantScale(t *testing.T) {
 	r = kubectlWith(t, asEditor, "scale", "kvs", "demo", "--replicas=3", "-n", ns)
 	require.NoErrorf(t, r.Err, "%v", r)
 	assert.Equal(t, "3", field(t, ns, "demo", "{.spec.replicas}"))
+}
+
+// TestScaleUpStopsBeforeAnotherStoresClaim: a claim kept (whenDeleted:
+// Retain) from an earlier store of the same name with more replicas is not
+// given to a new replica of a later store by a scale-up; once the user
+// deletes it, the scale-up goes on. Real StatefulSet controller, real
+// claims and their labels.
+func TestScaleUpStopsBeforeAnotherStoresClaim(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	createReady(t, kvs, ns, store("grow", 2))
+	require.NoError(t, kvs.KvstoreV1alpha1().KeyValueStores(ns).Delete(ctx, "grow", metav1.DeleteOptions{}))
+	waitGone(t, kvs, ns, "grow")
+	// The first store's first claim goes; its second, with its data, stays.
+	deleteClaim := func(name string) {
+		t.Helper()
+		require.NoError(t, kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}))
+		require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("claim %s still there (err=%v)", name, err)
+		}))
+	}
+	deleteClaim("data-grow-0")
+
+	createReady(t, kvs, ns, store("grow", 1))
+	mustKubectl(t, "scale", "kvs", "grow", "--replicas=2", "-n", ns)
+	k := waitStore(t, kvs, ns, "grow", "held before the kept claim", func(k *v1alpha1.KeyValueStore) bool {
+		p := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing)
+		return k.Status.ObservedGeneration == k.Generation && p != nil && p.Reason == "ObjectInTheWay"
+	})
+	p := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing)
+	assert.Contains(t, p.Message, "data-grow-1")
+	assert.Contains(t, p.Message, "the scale-up stops before Pod grow-1")
+	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "grow", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), ptr.Deref(sts.Spec.Replicas, 0), "no replica started on the earlier store's claim")
+
+	deleteClaim("data-grow-1")
+	waitStore(t, kvs, ns, "grow", "Ready with 2 replicas", isReady)
 }
