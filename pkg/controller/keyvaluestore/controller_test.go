@@ -348,7 +348,10 @@ func TestSyncCreatesOwnedObjectsThenWritesNothing(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCreating, f.stored(kvs).Status.Phase)
 	ev := strings.Join(f.events(), "\n")
 	assert.Contains(t, ev, "Normal Created Created StatefulSet s")
-	assert.Contains(t, ev, "Normal Creating Phase new -> Creating")
+	// A new store's first phase is its status, not a transition: the
+	// Created events tell the story; an Event per create would cost
+	// kube-apiserver a write per store.
+	assert.NotContains(t, ev, "Phase new")
 
 	// Unchanged: the caches now hold what was applied; nothing is written.
 	f.refreshCache(kvs.Namespace)
@@ -400,6 +403,31 @@ func TestStatefulSetNeverOwnsClaims(t *testing.T) {
 		assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *p.WhenDeleted)
 		assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *p.WhenScaled)
 	}
+}
+
+// A store created paused gets its status written once and no event: nothing
+// was created and no phase changed (its first phase is its status).
+func TestSyncPausedStoreWritesStatusOnly(t *testing.T) {
+	kvs := newStore(func(k *v1alpha1.KeyValueStore) { k.Spec.Paused = true })
+	f := newFixture(t, kvs)
+
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, own := f.writes()
+	assert.Empty(t, kube)
+	assert.Equal(t, []string{"update keyvaluestores/status s"}, own)
+	assert.Equal(t, v1alpha1.PhasePending, f.stored(kvs).Status.Phase)
+	assert.Empty(t, f.events())
+
+	// Unpaused: the phase changes, and that is told.
+	unpaused := f.stored(kvs)
+	unpaused.Spec.Paused = false
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), unpaused, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(unpaused)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Normal Creating Phase Pending -> Creating")
 }
 
 // Item 6: an object with a derived name that the store does not control is
@@ -767,6 +795,7 @@ func TestTeardownUnblocksAStalledScaleDown(t *testing.T) {
 // and an object in the way is looked at again without the error backoff.
 func TestTeardownStepErrorIsRecorded(t *testing.T) {
 	kvs := newStore(withBackup, deleting)
+	kvs.Status.Phase = v1alpha1.PhaseReady
 	foreign := &v1alpha1.KeyValueStoreBackup{ObjectMeta: metav1.ObjectMeta{Name: "s-final-uid1", Namespace: "ns", UID: "other"},
 		Spec: v1alpha1.KeyValueStoreBackupSpec{StoreName: "t", Reason: v1alpha1.BackupReasonManual}}
 	f := newFixture(t, kvs, foreign)

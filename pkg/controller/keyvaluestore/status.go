@@ -206,7 +206,11 @@ func patchStatus(ctx context.Context, client kvstorev1alpha1client.KeyValueStore
 }
 
 // recordPhaseChange tells `kubectl describe` the store's story: one event
-// per phase transition, none for a reconcile that changed nothing.
+// per phase transition, none for a reconcile that changed nothing. A new
+// store's first phase is not a transition: it is its status, and the Created
+// events already tell what happened (an Event per create would cost
+// kube-apiserver and its etcd a write per store). A Warning is told even
+// then.
 func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alpha1.KeyValueStorePhase) {
 	after := kvs.Status.Phase
 	if after == before || after == "" {
@@ -218,6 +222,9 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 	}
 	from := string(before)
 	if from == "" {
+		if eventType == corev1.EventTypeNormal {
+			return
+		}
 		from = "new"
 	}
 	msg := fmt.Sprintf("Phase %s -> %s", from, after)

@@ -180,7 +180,9 @@ func (r *KeyValueStoreReconciler) updateStatus(ctx context.Context, kvs *benchv1
 	return nil
 }
 
-// recordPhaseChange sends one event per phase transition.
+// recordPhaseChange sends one event per phase transition; a new store's
+// first phase is not one unless it is a Warning (as kvstore-apiserver's
+// controller).
 func (r *KeyValueStoreReconciler) recordPhaseChange(kvs *benchv1alpha1.KeyValueStore, before benchv1alpha1.KeyValueStorePhase) {
 	after := kvs.Status.Phase
 	if after == before || after == "" {
@@ -192,6 +194,9 @@ func (r *KeyValueStoreReconciler) recordPhaseChange(kvs *benchv1alpha1.KeyValueS
 	}
 	from := string(before)
 	if from == "" {
+		if eventType == corev1.EventTypeNormal {
+			return
+		}
 		from = "new"
 	}
 	msg := fmt.Sprintf("Phase %s -> %s", from, after)
