@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -278,6 +279,17 @@ func (c *Controller) attemptFailedAt(b *v1alpha1.KeyValueStoreBackup) time.Time 
 	return c.now().Time
 }
 
+// reachableReplicas is how many data replicas a Job can reach:
+// spec.replicas, or fewer while the StatefulSet is asked for fewer (a
+// scale-up held before another store's claim, or not applied yet).
+func (c *Controller) reachableReplicas(kvs *v1alpha1.KeyValueStore) int32 {
+	n := ptr.Deref(kvs.Spec.Replicas, 0)
+	if sts := c.ownedStatefulSet(kvs); sts != nil && sts.Spec.Replicas != nil {
+		n = min(n, *sts.Spec.Replicas)
+	}
+	return n
+}
+
 // startBackupAttempt creates the attempt's Job, then records it. The Job's
 // name is deterministic: after a crash between the two, the next pass finds
 // the Job and records it.
@@ -298,7 +310,7 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		return result{}, err
 	}
 	if existing == nil {
-		if _, err := c.jobKind.apply(ctx, b.Namespace, backupJob(kvs, b, attempt)); err != nil {
+		if _, err := c.jobKind.apply(ctx, b.Namespace, backupJob(kvs, b, attempt, c.reachableReplicas(kvs))); err != nil {
 			switch {
 			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				return result{}, c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")

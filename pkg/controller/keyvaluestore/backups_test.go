@@ -552,3 +552,30 @@ func assertBackupWaits(t *testing.T, b *v1alpha1.KeyValueStoreBackup, res result
 	assert.Contains(t, b.Status.Message, msg)
 	assert.Equal(t, wait, res.requeueAfter)
 }
+
+// A backup's Job lists the replicas the StatefulSet runs: a scale-up held
+// before another store's claim has no Pods beyond the hold to reach, and a
+// script that needs every endpoint would fail on them until skipped.
+func TestBackupJobListsTheReplicasThatRun(t *testing.T) {
+	kvs := newStore(withBackup, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](6) })
+	f := newFixture(t, kvs, claimWithUID(kvs, 0, "uid-1"), claimWithUID(kvs, 4, "old-uid"))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	require.Equal(t, int32(4), f.statefulSetReplicas(kvs), "held before data-s-4")
+
+	ctx := context.Background()
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(ctx, newBackup("b", v1alpha1.BackupReasonManual), metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(ctx, backupJobName(f.backup("b"), 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	var endpoints string
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "KVSTORE_ENDPOINTS" {
+			endpoints = e.Value
+		}
+	}
+	assert.Equal(t, "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc,s-3.s-headless.ns.svc", endpoints)
+}

@@ -62,7 +62,7 @@ func TestDerivedNamesFitForTheLongestAcceptedName(t *testing.T) {
 			// A backup's own name is a DNS-1123 label of up to 63 characters.
 			for _, b := range []*v1alpha1.KeyValueStoreBackup{newBackup(final, v1alpha1.BackupReasonFinal), newBackup(strings.Repeat("b", 63), v1alpha1.BackupReasonManual)} {
 				for _, attempt := range []int{1, 99, 100000} {
-					job := *backupJob(kvs, b, attempt).Name
+					job := *backupJob(kvs, b, attempt, 3).Name
 					check("backup Job and its job-name label", job, dns1123, label)
 					check("backup Pod", job+"-"+suffix5, subdomain)
 				}
@@ -76,7 +76,7 @@ func TestDerivedNamesFitForTheLongestAcceptedName(t *testing.T) {
 			for _, labels := range []map[string]string{
 				labelsFor(kvs, ComponentData), labelsFor(kvs, ComponentProxy), labelsFor(kvs, ComponentBackup),
 				statefulSet(kvs, 1).Spec.Template.Labels, proxyDeployment(kvs, 1).Spec.Template.Labels,
-				backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1).Spec.Template.Labels,
+				backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Labels,
 				bootstrapJob(kvs, nil, 1, false).Spec.Template.Labels,
 			} {
 				for k, v := range labels {

@@ -234,13 +234,14 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 							WithPeriodSeconds(5))))))
 }
 
-// storeEnv is what every Job of a store gets to find the data replicas.
-func storeEnv(kvs *v1alpha1.KeyValueStore) []*corev1ac.EnvVarApplyConfiguration {
+// storeEnv is what every Job of a store gets to find its first n data
+// replicas.
+func storeEnv(kvs *v1alpha1.KeyValueStore, n int32) []*corev1ac.EnvVarApplyConfiguration {
 	return []*corev1ac.EnvVarApplyConfiguration{
 		corev1ac.EnvVar().WithName("KVSTORE_NAME").WithValue(kvs.Name),
 		corev1ac.EnvVar().WithName("KVSTORE_NAMESPACE").WithValue(kvs.Namespace),
 		corev1ac.EnvVar().WithName("KVSTORE_PORT").WithValue(fmt.Sprint(kvs.Spec.Port)),
-		corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(podDNSNames(kvs), ",")),
+		corev1ac.EnvVar().WithName("KVSTORE_ENDPOINTS").WithValue(strings.Join(podDNSNames(kvs, n), ",")),
 	}
 }
 
@@ -261,11 +262,12 @@ func jobSpec(podLabels map[string]string, image string, command []string, deadli
 				WithContainers(container)))
 }
 
-// backupJob runs attempt n of backup b of store kvs. The backup controls it,
-// so deleting the backup deletes its Jobs, and deleting the store does not.
-func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) *batchv1ac.JobApplyConfiguration {
+// backupJob runs attempt n of backup b of store kvs, whose first replicas
+// data replicas run. The backup controls it, so deleting the backup deletes
+// its Jobs, and deleting the store does not.
+func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, replicas int32) *batchv1ac.JobApplyConfiguration {
 	spec := kvs.Spec.Backup
-	env := append(storeEnv(kvs),
+	env := append(storeEnv(kvs, replicas),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(b.Name),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_REASON").WithValue(string(b.Spec.Reason)))
 	return batchv1ac.Job(backupJobName(b, attempt), kvs.Namespace).
@@ -285,7 +287,7 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 // it. A suspended Job starts no Pod until it is released.
 func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int, suspend bool) *batchv1ac.JobApplyConfiguration {
 	spec := kvs.Spec.Bootstrap
-	env := storeEnv(kvs)
+	env := storeEnv(kvs, ptr.Deref(kvs.Spec.Replicas, 0))
 	annotations := map[string]string{attemptAnnotation: strconv.Itoa(attempt)}
 	if from != nil {
 		env = append(env,
@@ -300,9 +302,8 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
 }
 
-// podDNSNames are the stable names of the data replicas.
-func podDNSNames(kvs *v1alpha1.KeyValueStore) []string {
-	n := ptr.Deref(kvs.Spec.Replicas, 0)
+// podDNSNames are the stable names of the first n data replicas.
+func podDNSNames(kvs *v1alpha1.KeyValueStore, n int32) []string {
 	names := make([]string, 0, n)
 	for i := int32(0); i < n; i++ {
 		names = append(names, fmt.Sprintf("%s-%d.%s.%s.svc", kvs.Name, i, headlessServiceName(kvs), kvs.Namespace))

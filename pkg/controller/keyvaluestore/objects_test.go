@@ -64,7 +64,7 @@ func TestBackupJobContract(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Backup = &v1alpha1.BackupSpec{Image: "backup:1", Command: []string{"/backup", "--all"}, ActiveDeadlineSeconds: ptr.To[int64](120)}
 	b := newBackup("nightly", v1alpha1.BackupReasonScheduled)
-	job := backupJob(kvs, b, 2)
+	job := backupJob(kvs, b, 2, 3)
 	assert.Equal(t, "nightly-2", *job.Name)
 	ref := job.OwnerReferences[0]
 	assert.Equal(t, "KeyValueStoreBackup", *ref.Kind, "the backup controls its Jobs, not the store: backups outlive their store")
@@ -163,7 +163,7 @@ func TestOwnerReferencesNameThePreferredVersion(t *testing.T) {
 	assert.Equal(t, preferred, *ownerReference(kvs).APIVersion)
 	b := newBackup("b", v1alpha1.BackupReasonManual)
 	withBackup(kvs)
-	assert.Equal(t, preferred, *backupJob(kvs, b, 1).OwnerReferences[0].APIVersion)
+	assert.Equal(t, preferred, *backupJob(kvs, b, 1, 3).OwnerReferences[0].APIVersion)
 }
 
 // References written by an earlier release name v1alpha1; their objects
