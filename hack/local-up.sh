@@ -16,7 +16,8 @@
 #
 # KVSTORE_ETCD_MEMBERS=3 gives kvstore-apiserver a three-member etcd
 # (etcd-kvstore, etcd-kvstore-2, etcd-kvstore-3 on client ports 32381,
-# 32383, 32385) instead of one; every replica is given all three endpoints.
+# 32383, 32385; HTTP gateways 32581, 32583, 32585) instead of one; every
+# replica is given all three endpoints.
 # Use a fresh KVSTORE_LOCAL_DIR when changing it: an etcd data dir keeps its
 # cluster membership.
 #
@@ -243,8 +244,12 @@ kvstore_etcd_servers() {
 }
 
 # kvstore-apiserver's etcd, as in artifacts/base: TLS on the client and peer
-# ports, and only certificates of its own CA get in. start_etcd_kvstore NAME
-# starts one member (of one or of three).
+# ports, and only certificates of its own CA get in. The client port serves
+# gRPC alone (--listen-client-http-urls moves etcd's HTTP gateway to port
+# +200): with TLS and both on one port, etcd serves gRPC through Go's HTTP
+# server, which costs it and its clients about twice the CPU per request
+# (etcd-io/etcd#15402). start_etcd_kvstore NAME starts one member (of one or
+# of three).
 start_etcd_kvstore() {
   local name=${1:-etcd-kvstore} c="${CERTS}/kvstore-etcd" m cluster=()
   local port
@@ -252,6 +257,7 @@ start_etcd_kvstore() {
   for m in $(kvstore_etcd_members); do cluster+=("${m}=https://127.0.0.1:$(($(kvstore_etcd_port "$m") + 1))"); done
   start_etcd "${name}" "${port}" \
     --listen-client-urls "https://127.0.0.1:${port}" --advertise-client-urls "https://127.0.0.1:${port}" \
+    --listen-client-http-urls "https://127.0.0.1:$((port + 200))" \
     --cert-file "${c}-server.crt" --key-file "${c}-server.key" --trusted-ca-file "${c}-ca.crt" --client-cert-auth \
     --listen-peer-urls "https://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "https://127.0.0.1:$((port + 1))" \
     --peer-cert-file "${c}-peer.crt" --peer-key-file "${c}-peer.key" --peer-trusted-ca-file "${c}-ca.crt" \
