@@ -279,12 +279,15 @@ func (c *Controller) attemptFailedAt(b *v1alpha1.KeyValueStoreBackup) time.Time 
 	return c.now().Time
 }
 
-// reachableReplicas is how many data replicas a Job can reach:
+// reachableReplicas is how many data replicas a backup Job is told of:
 // spec.replicas, or fewer while the StatefulSet is asked for fewer (a
-// scale-up held before another store's claim, or not applied yet).
+// scale-up held before another store's claim, or not applied yet). Never
+// none: a StatefulSet scaled to zero (by the teardown, or by hand) has no
+// replica to reach, and an empty list could let a script "succeed" with no
+// data, so the Job is told of spec.replicas and fails instead.
 func (c *Controller) reachableReplicas(kvs *v1alpha1.KeyValueStore) int32 {
 	n := ptr.Deref(kvs.Spec.Replicas, 0)
-	if sts := c.ownedStatefulSet(kvs); sts != nil && sts.Spec.Replicas != nil {
+	if sts := c.ownedStatefulSet(kvs); sts != nil && ptr.Deref(sts.Spec.Replicas, 0) > 0 {
 		n = min(n, *sts.Spec.Replicas)
 	}
 	return n

@@ -578,4 +578,12 @@ func TestBackupJobListsTheReplicasThatRun(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc,s-3.s-headless.ns.svc", endpoints)
+
+	// Scaled to zero (by hand, or by a teardown): never an empty list, which
+	// a script could take for a store with nothing to back up.
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	sts.Spec.Replicas = ptr.To[int32](0)
+	f.cache(sts)
+	assert.Equal(t, int32(6), f.c.reachableReplicas(f.stored(kvs)))
 }

@@ -44,7 +44,7 @@ const (
 	// samplePort is sample-apiserver's secure port on 127.0.0.1: free in the
 	// local stack (6443 kube-apiserver, 8443 kvstore-apiserver, 8444–8446
 	// the e2e and fault tests' extra replicas, 10247/10257/10259 kwok,
-	// kube-controller-manager and the scheduler, 32379–32586 the etcds).
+	// kube-controller-manager and the scheduler, 32379–32585 the etcds).
 	samplePort = 8453
 	// sampleEtcdPrefix is sample-apiserver's default --etcd-prefix; the
 	// benchmark wipes it before starting the peer and after stopping it.
