@@ -553,9 +553,10 @@ func assertBackupWaits(t *testing.T, b *v1alpha1.KeyValueStoreBackup, res result
 	assert.Equal(t, wait, res.requeueAfter)
 }
 
-// A backup's Job lists the replicas the StatefulSet runs: a scale-up held
-// before another store's claim has no Pods beyond the hold to reach, and a
-// script that needs every endpoint would fail on them until skipped.
+// A backup's Job lists the replicas the StatefulSet is asked to run: a
+// scale-up held before another store's claim has no Pods beyond the hold to
+// reach, and a script that needs every endpoint would fail on them until
+// skipped.
 func TestBackupJobListsTheReplicasThatRun(t *testing.T) {
 	kvs := newStore(withBackup, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](6) })
 	f := newFixture(t, kvs, claimWithUID(kvs, 0, "uid-1"), claimWithUID(kvs, 4, "old-uid"))

@@ -262,9 +262,9 @@ func jobSpec(podLabels map[string]string, image string, command []string, deadli
 				WithContainers(container)))
 }
 
-// backupJob runs attempt n of backup b of store kvs, whose first replicas
-// data replicas run. The backup controls it, so deleting the backup deletes
-// its Jobs, and deleting the store does not.
+// backupJob runs attempt n of backup b of store kvs and names its first
+// replicas data replicas in KVSTORE_ENDPOINTS. The backup controls it, so
+// deleting the backup deletes its Jobs, and deleting the store does not.
 func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, replicas int32) *batchv1ac.JobApplyConfiguration {
 	spec := kvs.Spec.Backup
 	env := append(storeEnv(kvs, replicas),
