@@ -64,6 +64,11 @@ type controllerResult struct {
 	KubeRequests       map[string]float64 `json:"kube_apiserver_requests_per_store"`
 	KVSRequests        map[string]float64 `json:"kvstore_apiserver_requests_per_store"`
 	ControllerRequests map[string]float64 `json:"controller_requests_per_store"`
+	// ControllerTimes say where the controller's time went during create →
+	// Ready (see controllerTimes): its waits in client-go's rate limiters,
+	// in total and per request, and its work queue's wait and work per
+	// item (a reconcile), in seconds.
+	ControllerTimes map[string]float64 `json:"controller_times_s,omitempty"`
 	// What kube's own components did for the stores during create → Ready:
 	// the scheduler's attempts per store by result, and per
 	// kube-controller-manager work queue the items added per store and the
@@ -247,6 +252,7 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.KubeRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KubeRequests })
 	m.KVSRequests = keyed(func(r *controllerResult) map[string]float64 { return r.KVSRequests })
 	m.ControllerRequests = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerRequests })
+	m.ControllerTimes = keyed(func(r *controllerResult) map[string]float64 { return r.ControllerTimes })
 	// kube's counters: a key a run read no change of counts as 0 there
 	// (perStore leaves zeros out); a run that could not read them is left out.
 	counted := func(get func(*controllerResult) map[string]float64) map[string]float64 {
@@ -285,6 +291,7 @@ type phaseSnap struct {
 	reconciles map[string]float64 // by result
 	kube, kvs  map[string]float64 // served, by verb
 	controller map[string]float64 // sent by the controller, by method
+	times      map[string]float64 // the controller's waits (timesOf)
 	// kube's components (nil when their /metrics could not be read)
 	schedAttempts    map[string]float64 // by result
 	kcmAdds, kcmWork map[string]float64 // by work queue
@@ -301,6 +308,9 @@ func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
 	}
 	if p.controller, err = s.controllerRequests(ctx); err != nil {
 		return p, fmt.Errorf("controller requests: %w", err)
+	}
+	if p.times, err = s.controllerTimes(ctx); err != nil {
+		return p, fmt.Errorf("controller times: %w", err)
 	}
 	if p.kube, err = b.served(ctx, pKubeAPI); err != nil {
 		return p, err
@@ -345,6 +355,31 @@ func perStore(before, after map[string]float64, n int) map[string]float64 {
 			out[k] = d / float64(max(n, 1))
 		}
 	}
+	return out
+}
+
+// Keys of controllerResult.ControllerTimes.
+const (
+	ctLimiterTotal      = "rate_limiter_total"
+	ctLimiterPerRequest = "rate_limiter_per_request"
+	ctQueuePerItem      = "queue_per_item"
+	ctWorkPerItem       = "work_per_item"
+	ctWorkTotal         = "work_total"
+)
+
+// controllerTimes turns two readings of timesOf into the window's totals
+// and means; a mean over no items is left out.
+func controllerTimes(before, after map[string]float64) map[string]float64 {
+	d := func(k string) float64 { return after[k] - before[k] }
+	out := map[string]float64{ctLimiterTotal: d(timeLimiter), ctWorkTotal: d(timeWork)}
+	mean := func(key, sum, count string) {
+		if n := d(count); n > 0 {
+			out[key] = d(sum) / n
+		}
+	}
+	mean(ctLimiterPerRequest, timeLimiter, timeLimiterCount)
+	mean(ctQueuePerItem, timeQueue, timeQueueCount)
+	mean(ctWorkPerItem, timeWork, timeWorkCount)
 	return out
 }
 
@@ -464,6 +499,7 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	res.KubeRequests = perStore(before.kube, after.kube, n)
 	res.KVSRequests = perStore(before.kvs, after.kvs, n)
 	res.ControllerRequests = perStore(before.controller, after.controller, n)
+	res.ControllerTimes = controllerTimes(before.times, after.times)
 	if before.kcmWork != nil && after.kcmWork != nil {
 		res.SchedulerAttempts = perStore(before.schedAttempts, after.schedAttempts, n)
 		res.KCMQueueAdds = perStore(before.kcmAdds, after.kcmAdds, n)
@@ -786,6 +822,15 @@ func (b *bench) controllerMarkdown() string {
 	for _, m := range keysOf(results, controllerRequests) {
 		line("controller's "+m+" requests per store", "", key(controllerRequests, m))
 	}
+	controllerTimes := func(r *controllerResult) map[string]float64 { return r.ControllerTimes }
+	ms := func(k string) func(*controllerResult) (float64, bool) {
+		return func(r *controllerResult) (float64, bool) { v, ok := r.ControllerTimes[k]; return v * 1000, ok }
+	}
+	line("controller's waits in client-go's rate limiters, all requests", "s", key(controllerTimes, ctLimiterTotal))
+	line("controller's rate-limiter wait per request (mean)", "ms", ms(ctLimiterPerRequest))
+	line("controller's work-queue wait per reconcile (mean)", "ms", ms(ctQueuePerItem))
+	line("controller's workers busy per reconcile (mean)", "ms", ms(ctWorkPerItem))
+	line("controller's workers busy, all reconciles", "s", key(controllerTimes, ctWorkTotal))
 	total := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
 		return func(r *controllerResult) (float64, bool) {
 			t := 0.0

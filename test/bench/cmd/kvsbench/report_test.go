@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -198,5 +200,37 @@ func TestProbeMachine(t *testing.T) {
 	t.Logf("probe: %+v", p)
 	if p.CPUWorkMs <= 0 || p.FsyncP50Ms <= 0 || p.FsyncP99Ms < p.FsyncP50Ms {
 		t.Errorf("probe = %+v", p)
+	}
+}
+
+func TestControllerTimesOfTwoReadings(t *testing.T) {
+	reading := func(limiter, limited, queue, work, items float64) []byte {
+		return []byte(strings.Join([]string{
+			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="GET"} %v`, limiter/2),
+			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="PATCH"} %v`, limiter/2),
+			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_count{host="127.0.0.1:6443",verb="GET"} %v`, limited),
+			fmt.Sprintf(`workqueue_queue_duration_seconds_sum{controller="keyvaluestore",name="keyvaluestore"} %v`, queue),
+			fmt.Sprintf(`workqueue_queue_duration_seconds_count{controller="keyvaluestore",name="keyvaluestore"} %v`, items),
+			fmt.Sprintf(`workqueue_work_duration_seconds_sum{controller="keyvaluestore",name="keyvaluestore"} %v`, work),
+			fmt.Sprintf(`workqueue_work_duration_seconds_count{controller="keyvaluestore",name="keyvaluestore"} %v`, items),
+			// Another queue of the process is not the controller's.
+			`workqueue_queue_duration_seconds_sum{name="DynamicServingCertificateController"} 1000`,
+			`workqueue_queue_duration_seconds_count{name="DynamicServingCertificateController"} 1`,
+		}, "\n"))
+	}
+	got := controllerTimes(timesOf(reading(10, 100, 50, 20, 10)), timesOf(reading(30, 300, 250, 60, 110)))
+	want := map[string]float64{ctLimiterTotal: 20, ctLimiterPerRequest: 0.1, ctQueuePerItem: 2, ctWorkPerItem: 0.4, ctWorkTotal: 40}
+	for k, v := range want {
+		if math.Abs(got[k]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	// No reconcile and no request in the window: no means, only totals.
+	same := timesOf(reading(10, 100, 50, 20, 10))
+	if got := controllerTimes(same, same); len(got) != 2 {
+		t.Errorf("idle window: %v, want only the two totals", got)
 	}
 }

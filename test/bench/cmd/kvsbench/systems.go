@@ -60,6 +60,9 @@ type system interface {
 	// controllerRequests are the requests the controller process has sent,
 	// by method (client-go's rest_client_requests_total).
 	controllerRequests(ctx context.Context) (map[string]float64, error)
+	// controllerTimes are the controller process's running totals of
+	// where its reconciles wait (see timesOf).
+	controllerTimes(ctx context.Context) (map[string]float64, error)
 	// process is the PID file name (or extra process) of the controller.
 	process() string
 	settings() string
@@ -145,6 +148,14 @@ func (s kvsSystem) controllerRequests(ctx context.Context) (map[string]float64, 
 	return sumMetric(body, "rest_client_requests_total", "method"), nil
 }
 
+func (s kvsSystem) controllerTimes(ctx context.Context) (map[string]float64, error) {
+	body, err := s.b.raw[pKVSAPI].metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return timesOf(body), nil
+}
+
 // ---- the CRD and the controller-runtime operator --------------------------------
 
 type operatorSystem struct {
@@ -161,7 +172,7 @@ func (s *operatorSystem) name() string      { return sysOperator }
 func (s *operatorSystem) namespace() string { return s.b.cfg.namespace + "-op" }
 func (s *operatorSystem) process() string   { return pOperator }
 func (s *operatorSystem) settings() string {
-	return "operator: controller-runtime v0.25.2 defaults (1 concurrent reconcile, client QPS 20 and burst 30, caches of every watched type cluster-wide), leader election on (a Lease in kube-system), a ServiceAccount token with a ClusterRole of what it writes; " +
+	return "operator: controller-runtime v0.25.2 defaults (1 concurrent reconcile, no client-side rate limit: ctrl.GetConfig sets QPS -1 and leaves the pacing to API priority and fairness, caches of every watched type cluster-wide), leader election on (a Lease in kube-system), a ServiceAccount token with a ClusterRole of what it writes; " +
 		"kube-controller-manager and kube-scheduler as for kvstore-apiserver"
 }
 
@@ -269,6 +280,43 @@ func (s *operatorSystem) controllerRequests(ctx context.Context) (map[string]flo
 		return nil, err
 	}
 	return sumMetric(body, "rest_client_requests_total", "method"), nil
+}
+
+func (s *operatorSystem) controllerTimes(ctx context.Context) (map[string]float64, error) {
+	body, err := s.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return timesOf(body), nil
+}
+
+// Running totals of timesOf. Both controllers' work queues are named
+// keyvaluestore (controller-runtime names its queue after the For type).
+const (
+	timeLimiter      = "rate_limiter_s" // waits in client-go's rate limiters, all clients of the process
+	timeLimiterCount = "rate_limiter_requests"
+	timeQueue        = "queue_s" // from an item's add to a worker taking it
+	timeQueueCount   = "queue_items"
+	timeWork         = "work_s" // workers busy with items
+	timeWorkCount    = "work_items"
+)
+
+// timesOf reads, from a controller process's /metrics, how long its
+// requests waited in client-go's rate limiters and how long its work
+// queue's items waited and were worked on: what paces a controller that is
+// not waiting for kube. The operator opts in to the rate limiter's
+// histogram (controller-runtime leaves it off); kvstore-apiserver registers
+// client-go's metrics through component-base.
+func timesOf(body []byte) map[string]float64 {
+	queue := func(metric string) float64 { return sumMetric(body, metric, "name")["keyvaluestore"] }
+	return map[string]float64{
+		timeLimiter:      sumMetric(body, "rest_client_rate_limiter_duration_seconds_sum", "")[""],
+		timeLimiterCount: sumMetric(body, "rest_client_rate_limiter_duration_seconds_count", "")[""],
+		timeQueue:        queue("workqueue_queue_duration_seconds_sum"),
+		timeQueueCount:   queue("workqueue_queue_duration_seconds_count"),
+		timeWork:         queue("workqueue_work_duration_seconds_sum"),
+		timeWorkCount:    queue("workqueue_work_duration_seconds_count"),
+	}
 }
 
 // operatorRules are what the operator reads and writes (its kubebuilder
