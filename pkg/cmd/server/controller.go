@@ -56,7 +56,7 @@ func NewControllerOptions() *ControllerOptions {
 func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "controllers", o.Enabled, "Run the KeyValueStore controller on this replica while it holds the leader Lease. false serves the API only.")
 	fs.IntVar(&o.Workers, "concurrent-keyvaluestore-syncs", o.Workers, "Number of KeyValueStores reconciled concurrently.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second of the controller's client of kube-apiserver.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second of the controller's client of kube-apiserver. A negative value turns the client-side limit off: kube-apiserver's API priority and fairness alone then paces the controller (controller-runtime's default).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the controller's client of kube-apiserver.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 }
