@@ -831,13 +831,20 @@ func (b *bench) controllerMarkdown() string {
 	line("controller's work-queue wait per reconcile (mean)", "ms", ms(ctQueuePerItem))
 	line("controller's workers busy per reconcile (mean)", "ms", ms(ctWorkPerItem))
 	line("controller's workers busy, all reconciles", "s", key(controllerTimes, ctWorkTotal))
-	total := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
+	// A system's median result holds each key's own median: its total is
+	// the median of its runs' totals, not the sum of those medians.
+	allOf := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
 		return func(r *controllerResult) (float64, bool) {
-			t := 0.0
-			for _, v := range f(r) {
-				t += v
+			if runs := b.ctrlRuns[r.System]; r == b.ctrl[r.System] && len(runs) > 0 {
+				var totals []float64
+				for _, run := range runs {
+					if len(f(run)) > 0 {
+						totals = append(totals, total(f(run)))
+					}
+				}
+				return median(totals), len(totals) == len(runs)
 			}
-			return t, len(f(r)) > 0
+			return total(f(r)), len(f(r)) > 0
 		}
 	}
 	schedulerAttempts := func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts }
@@ -848,18 +855,18 @@ func (b *bench) controllerMarkdown() string {
 		line("kube-controller-manager queue "+q+": items added per store", "", key(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds }, q))
 		line("kube-controller-manager queue "+q+": workers' time", "s", key(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds }, q))
 	}
-	line("CPU, all processes, create → all Ready", "s", total(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }))
+	line("CPU, all processes, create → all Ready", "s", allOf(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }))
 	for _, p := range ctrlProcs {
 		line("CPU "+p, "s", key(func(r *controllerResult) map[string]float64 { return r.CPUSeconds }, p))
 	}
-	line("RSS, all processes, all Ready", "MiB", total(func(r *controllerResult) map[string]float64 { return r.MemoryMiB }))
+	line("RSS, all processes, all Ready", "MiB", allOf(func(r *controllerResult) map[string]float64 { return r.MemoryMiB }))
 	for _, p := range ctrlProcs {
 		line("RSS "+p, "MiB", key(func(r *controllerResult) map[string]float64 { return r.MemoryMiB }, p))
 	}
 	line("deleted stores gone, final backups done", "s", val(func(r *controllerResult) float64 { return r.DeleteSeconds }))
 	line("final backups completed", "", val(func(r *controllerResult) float64 { return float64(r.BackupsDone) }))
 	line("reconciles per deleted store", "", val(func(r *controllerResult) float64 { return r.DeleteReconciles / float64(max(r.Deleted, 1)) }))
-	line("CPU, all processes, deletion", "s", total(func(r *controllerResult) map[string]float64 { return r.DeleteCPUSeconds }))
+	line("CPU, all processes, deletion", "s", allOf(func(r *controllerResult) map[string]float64 { return r.DeleteCPUSeconds }))
 	sb.WriteString(b.repetitionsMarkdown())
 	for _, r := range results {
 		if r.TimedOut || r.DeleteTimedOut {

@@ -234,3 +234,23 @@ func TestControllerTimesOfTwoReadings(t *testing.T) {
 		t.Errorf("idle window: %v, want only the two totals", got)
 	}
 }
+
+// A total over processes is the median of the runs' totals, not the sum of
+// each process's median: 235 here, where the sum of medians gives 238 (the
+// figures of docs/bench/paces-200-3reps, rounded).
+func TestControllerTotalIsMedianOfRunTotals(t *testing.T) {
+	b := &bench{ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}}
+	b.systems = []system{kvsSystem{b}}
+	run := func(api, sched float64) *controllerResult {
+		return &controllerResult{System: sysKVS, Stores: 10, Replicas: 3, ProxyReplicas: 1, Deleted: 2,
+			ReadySeconds: map[string]float64{"100%": 100},
+			CPUSeconds:   map[string]float64{pKubeAPI: api, pScheduler: sched}}
+	}
+	b.ctrlRuns[sysKVS] = []*controllerResult{run(200, 35), run(215, 31), run(203, 31)}
+	b.ctrl[sysKVS] = medianResult(b.ctrlRuns[sysKVS])
+	md := b.controllerMarkdown()
+	want := "| CPU, all processes, create → all Ready | 235 s (234–246) |"
+	if !strings.Contains(md, want) {
+		t.Errorf("missing %q in:\n%s", want, md)
+	}
+}
