@@ -822,15 +822,15 @@ func (b *bench) controllerMarkdown() string {
 	for _, m := range keysOf(results, controllerRequests) {
 		line("controller's "+m+" requests per store", "", key(controllerRequests, m))
 	}
-	controllerTimes := func(r *controllerResult) map[string]float64 { return r.ControllerTimes }
+	waits := func(r *controllerResult) map[string]float64 { return r.ControllerTimes }
 	ms := func(k string) func(*controllerResult) (float64, bool) {
 		return func(r *controllerResult) (float64, bool) { v, ok := r.ControllerTimes[k]; return v * 1000, ok }
 	}
-	line("controller's waits in client-go's rate limiters, all requests", "s", key(controllerTimes, ctLimiterTotal))
+	line("controller's waits in client-go's rate limiters, all requests", "s", key(waits, ctLimiterTotal))
 	line("controller's rate-limiter wait per request (mean)", "ms", ms(ctLimiterPerRequest))
 	line("controller's work-queue wait per reconcile (mean)", "ms", ms(ctQueuePerItem))
 	line("controller's workers busy per reconcile (mean)", "ms", ms(ctWorkPerItem))
-	line("controller's workers busy, all reconciles", "s", key(controllerTimes, ctWorkTotal))
+	line("controller's workers busy, all reconciles", "s", key(waits, ctWorkTotal))
 	// A system's median result holds each key's own median: its total is
 	// the median of its runs' totals, not the sum of those medians.
 	allOf := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
