@@ -98,6 +98,10 @@ type controllerResult struct {
 	Rep      int           `json:"rep,omitempty"`
 	Position int           `json:"position,omitempty"`
 	Probe    *machineProbe `json:"machine_probe,omitempty"`
+	// runs are the repetitions a median result was taken over (nil on a
+	// repetition's own): a total over processes is the median of their
+	// totals, not the sum of each process's median.
+	runs []*controllerResult
 }
 
 // liveKVS is a store both controllers fully reconcile: a data tier, one
@@ -272,6 +276,7 @@ func medianResult(runs []*controllerResult) *controllerResult {
 	m.KCMQueueAdds = counted(func(r *controllerResult) map[string]float64 { return r.KCMQueueAdds })
 	m.KCMWorkSeconds = counted(func(r *controllerResult) map[string]float64 { return r.KCMWorkSeconds })
 	m.ReadyCurve, m.Rep, m.Position, m.Probe = nil, 0, 0, nil
+	m.runs = runs
 	for _, r := range runs {
 		m.ReadyCurves = append(m.ReadyCurves, r.ReadyCurve)
 	}
@@ -288,10 +293,8 @@ func medianResult(runs []*controllerResult) *controllerResult {
 type phaseSnap struct {
 	at         time.Time
 	cpu        map[string]float64
-	reconciles map[string]float64 // by result
+	controller controllerReading
 	kube, kvs  map[string]float64 // served, by verb
-	controller map[string]float64 // sent by the controller, by method
-	times      map[string]float64 // the controller's waits (timesOf)
 	// kube's components (nil when their /metrics could not be read)
 	schedAttempts    map[string]float64 // by result
 	kcmAdds, kcmWork map[string]float64 // by work queue
@@ -303,14 +306,8 @@ func (b *bench) snap(ctx context.Context, s system) (phaseSnap, error) {
 	if p.cpu, err = b.procs.cpuOf(ctrlProcs); err != nil {
 		return p, err
 	}
-	if p.reconciles, err = s.reconciles(ctx); err != nil {
-		return p, fmt.Errorf("reconciles: %w", err)
-	}
-	if p.controller, err = s.controllerRequests(ctx); err != nil {
-		return p, fmt.Errorf("controller requests: %w", err)
-	}
-	if p.times, err = s.controllerTimes(ctx); err != nil {
-		return p, fmt.Errorf("controller times: %w", err)
+	if p.controller, err = s.controller(ctx); err != nil {
+		return p, fmt.Errorf("controller /metrics: %w", err)
 	}
 	if p.kube, err = b.served(ctx, pKubeAPI); err != nil {
 		return p, err
@@ -333,18 +330,18 @@ func (b *bench) snapKubeComponents(ctx context.Context, p *phaseSnap) {
 		b.problem("controller phase: kube-controller-manager /metrics: %v", err)
 		return
 	}
-	p.schedAttempts = sumMetric(sched, "scheduler_schedule_attempts_total", "result")
-	p.kcmAdds = sumMetric(kcm, "workqueue_adds_total", "name")
-	p.kcmWork = sumMetric(kcm, "workqueue_work_duration_seconds_sum", "name")
+	p.schedAttempts = sched.sum("scheduler_schedule_attempts_total", "result")
+	p.kcmAdds = kcm.sum("workqueue_adds_total", "name")
+	p.kcmWork = kcm.sum("workqueue_work_duration_seconds_sum", "name")
 }
 
 // served sums an API server's apiserver_request_total by verb.
 func (b *bench) served(ctx context.Context, proc string) (map[string]float64, error) {
-	body, err := b.raw[proc].metrics(ctx)
+	metrics, err := b.raw[proc].metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return sumMetric(body, "apiserver_request_total", "verb"), nil
+	return metrics.sum("apiserver_request_total", "verb"), nil
 }
 
 // perStore is after − before for each key, divided by n; zeros left out.
@@ -495,11 +492,11 @@ func (b *bench) controllerRun(ctx context.Context, s system, rep int, last bool)
 	}
 	b.snapKubeComponents(ctx, &after)
 	res.CPUSeconds = cpuDiff(before.cpu, after.cpu)
-	res.Reconciles, res.ReconcileErrors = total(after.reconciles)-total(before.reconciles), after.reconciles["error"]-before.reconciles["error"]
+	res.Reconciles, res.ReconcileErrors = total(after.controller.reconciles)-total(before.controller.reconciles), after.controller.reconciles["error"]-before.controller.reconciles["error"]
 	res.KubeRequests = perStore(before.kube, after.kube, n)
 	res.KVSRequests = perStore(before.kvs, after.kvs, n)
-	res.ControllerRequests = perStore(before.controller, after.controller, n)
-	res.ControllerTimes = controllerTimes(before.times, after.times)
+	res.ControllerRequests = perStore(before.controller.requests, after.controller.requests, n)
+	res.ControllerTimes = controllerTimes(before.controller.times, after.controller.times)
 	if before.kcmWork != nil && after.kcmWork != nil {
 		res.SchedulerAttempts = perStore(before.schedAttempts, after.schedAttempts, n)
 		res.KCMQueueAdds = perStore(before.kcmAdds, after.kcmAdds, n)
@@ -594,7 +591,7 @@ func (b *bench) deleteRun(ctx context.Context, s system, res *controllerResult) 
 		return err
 	}
 	res.DeleteCPUSeconds = cpuDiff(before.cpu, after.cpu)
-	res.DeleteReconciles = total(after.reconciles) - total(before.reconciles)
+	res.DeleteReconciles = total(after.controller.reconciles) - total(before.controller.reconciles)
 	b.logf("controller: %s: %d stores deleted, gone with %d final backups in %.1f s", s.name(), m, res.BackupsDone, res.DeleteSeconds)
 	return nil
 }
@@ -831,20 +828,18 @@ func (b *bench) controllerMarkdown() string {
 	line("controller's work-queue wait per reconcile (mean)", "ms", ms(ctQueuePerItem))
 	line("controller's workers busy per reconcile (mean)", "ms", ms(ctWorkPerItem))
 	line("controller's workers busy, all reconciles", "s", key(waits, ctWorkTotal))
-	// A system's median result holds each key's own median: its total is
-	// the median of its runs' totals, not the sum of those medians.
 	allOf := func(f func(*controllerResult) map[string]float64) func(*controllerResult) (float64, bool) {
 		return func(r *controllerResult) (float64, bool) {
-			if runs := b.ctrlRuns[r.System]; r == b.ctrl[r.System] && len(runs) > 0 {
-				var totals []float64
-				for _, run := range runs {
-					if len(f(run)) > 0 {
-						totals = append(totals, total(f(run)))
-					}
-				}
-				return median(totals), len(totals) == len(runs)
+			if len(r.runs) == 0 {
+				return total(f(r)), len(f(r)) > 0
 			}
-			return total(f(r)), len(f(r)) > 0
+			var totals []float64
+			for _, run := range r.runs {
+				if len(f(run)) > 0 {
+					totals = append(totals, total(f(run)))
+				}
+			}
+			return median(totals), len(totals) == len(r.runs)
 		}
 	}
 	schedulerAttempts := func(r *controllerResult) map[string]float64 { return r.SchedulerAttempts }

@@ -991,26 +991,15 @@ func (b *bench) order(phase string, rep int) []target {
 func featureGates(ctx context.Context, b *bench) ([]string, string) {
 	gates := map[string]map[string]string{}
 	for _, p := range []string{pKubeAPI, pKVSAPI} {
-		body, err := b.raw[p].metrics(ctx)
+		metrics, err := b.raw[p].metrics(ctx)
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(string(body), "\n") {
-			rest, ok := strings.CutPrefix(line, "kubernetes_feature_enabled{")
-			if !ok {
-				continue
-			}
-			labels, value, _ := strings.Cut(rest, "} ")
-			name := ""
-			for _, kv := range strings.Split(labels, ",") {
-				if v, ok := strings.CutPrefix(kv, `name="`); ok {
-					name = strings.TrimSuffix(v, `"`)
-				}
-			}
+		for name, enabled := range metrics.sum("kubernetes_feature_enabled", "name") {
 			if gates[name] == nil {
 				gates[name] = map[string]string{}
 			}
-			gates[name][p] = map[string]string{"1": "on", "0": "off"}[strings.TrimSpace(value)]
+			gates[name][p] = map[float64]string{1: "on", 0: "off"}[enabled]
 		}
 	}
 	var diff []string

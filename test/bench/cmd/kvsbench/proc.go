@@ -263,13 +263,13 @@ const (
 func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWait time.Duration, saveHeap func(proc string, profile []byte)) (memSnap, error) {
 	m := memSnap{RSS: map[string]int64{}, Heap: map[string]int64{}, Unscavenged: map[string]int64{}}
 	stats := func(n string) (map[string]float64, error) {
-		body, err := servers[n].metrics(ctx)
+		metrics, err := servers[n].metrics(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: /metrics: %w", n, err)
 		}
 		out := map[string]float64{}
 		for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes"} {
-			if out[name], err = metricValue(body, name); err != nil {
+			if out[name], err = metrics.value(name); err != nil {
 				return nil, fmt.Errorf("%s: %w", n, err)
 			}
 		}
@@ -353,15 +353,6 @@ func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWai
 	return m, nil
 }
 
-func metricValue(body []byte, name string) (float64, error) {
-	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("metric %s not found", name)
-}
-
 // rawClient does plain HTTP GETs with a client-go transport (TLS, client
 // certificate), for LISTs whose wire bytes are counted and for /metrics.
 type rawClient struct {
@@ -378,9 +369,12 @@ type rawResp struct {
 }
 
 // metrics reads the server's Prometheus text exposition.
-func (c *rawClient) metrics(ctx context.Context) ([]byte, error) {
+func (c *rawClient) metrics(ctx context.Context) (scrape, error) {
 	resp, err := c.get(ctx, "/metrics", "text/plain", false)
-	return resp.body, err
+	if err != nil {
+		return nil, err
+	}
+	return parseScrape(resp.body)
 }
 
 // get reads path; with gzip it asks for a gzip-compressed body (as client-go

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -27,25 +28,63 @@ func TestHeadlineNamesTheWeakerReading(t *testing.T) {
 	}
 }
 
-func TestSumMetric(t *testing.T) {
-	body := []byte(strings.Join([]string{
+func TestScrapeSum(t *testing.T) {
+	metrics := mustScrape(t,
 		"# HELP rest_client_requests_total Number of HTTP requests",
+		"# TYPE rest_client_requests_total counter",
 		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 10`,
 		`rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3`,
 		`rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2`,
 		`rest_client_requests_totalx{method="GET"} 100`,
 		`plain_counter 7`,
-	}, "\n"))
-	got := sumMetric(body, "rest_client_requests_total", "method")
-	if got["GET"] != 12 || got["POST"] != 3 || len(got) != 2 {
-		t.Errorf("by method: %v", got)
+		// A histogram as servers expose it: its _sum and _count are
+		// series of one family.
+		"# TYPE rest_client_rate_limiter_duration_seconds histogram",
+		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="GET",le="0.005"} 3`,
+		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="GET",le="+Inf"} 4`,
+		`rest_client_rate_limiter_duration_seconds_sum{host="h",verb="GET"} 1.5`,
+		`rest_client_rate_limiter_duration_seconds_count{host="h",verb="GET"} 4`,
+		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="PATCH",le="+Inf"} 2`,
+		`rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.5`,
+		`rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 2`,
+		"# TYPE go_memstats_heap_alloc_bytes gauge",
+		`go_memstats_heap_alloc_bytes 1.2e+07`,
+	)
+	got := metrics.sum("rest_client_requests_total", "method")
+	if want := map[string]float64{"GET": 12, "POST": 3}; !maps.Equal(got, want) {
+		t.Errorf("by method: %v, want %v", got, want)
 	}
-	if all := sumMetric(body, "rest_client_requests_total", "")[""]; all != 15 {
+	if all := metrics.sum("rest_client_requests_total", "")[""]; all != 15 {
 		t.Errorf("sum: %v, want 15", all)
 	}
-	if v := sumMetric(body, "plain_counter", "")[""]; v != 7 {
+	if v := metrics.sum("plain_counter", "")[""]; v != 7 {
 		t.Errorf("unlabelled: %v, want 7", v)
 	}
+	if got, want := metrics.sum("rest_client_rate_limiter_duration_seconds_sum", "verb"), map[string]float64{"GET": 1.5, "PATCH": 0.5}; !maps.Equal(got, want) {
+		t.Errorf("histogram _sum by verb: %v, want %v", got, want)
+	}
+	if v := metrics.sum("rest_client_rate_limiter_duration_seconds_count", "")[""]; v != 6 {
+		t.Errorf("histogram _count: %v, want 6", v)
+	}
+	if len(metrics.sum("absent_total", "")) != 0 {
+		t.Error("an absent metric sums to something")
+	}
+	if v, err := metrics.value("go_memstats_heap_alloc_bytes"); err != nil || v != 1.2e7 {
+		t.Errorf("gauge: %v, %v; want 1.2e7", v, err)
+	}
+	if _, err := metrics.value("rest_client_requests_total"); err == nil {
+		t.Error("value of a labelled metric: no error")
+	}
+}
+
+// mustScrape parses the lines of a /metrics body.
+func mustScrape(t *testing.T, lines ...string) scrape {
+	t.Helper()
+	metrics, err := parseScrape([]byte(strings.Join(lines, "\n") + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metrics
 }
 
 func TestCellShowsRangeOfRepetitions(t *testing.T) {
@@ -204,8 +243,8 @@ func TestProbeMachine(t *testing.T) {
 }
 
 func TestControllerTimesOfTwoReadings(t *testing.T) {
-	reading := func(limiter, limited, queue, work, items float64) []byte {
-		return []byte(strings.Join([]string{
+	reading := func(limiter, limited, queue, work, items float64) scrape {
+		return mustScrape(t, []string{
 			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="GET"} %v`, limiter/2),
 			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="PATCH"} %v`, limiter/2),
 			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_count{host="127.0.0.1:6443",verb="GET"} %v`, limited),
@@ -216,7 +255,7 @@ func TestControllerTimesOfTwoReadings(t *testing.T) {
 			// Another queue of the process is not the controller's.
 			`workqueue_queue_duration_seconds_sum{name="DynamicServingCertificateController"} 1000`,
 			`workqueue_queue_duration_seconds_count{name="DynamicServingCertificateController"} 1`,
-		}, "\n"))
+		}...)
 	}
 	got := controllerTimes(timesOf(reading(10, 100, 50, 20, 10)), timesOf(reading(30, 300, 250, 60, 110)))
 	want := map[string]float64{ctLimiterTotal: 20, ctLimiterPerRequest: 0.1, ctQueuePerItem: 2, ctWorkPerItem: 0.4, ctWorkTotal: 40}
@@ -232,6 +271,28 @@ func TestControllerTimesOfTwoReadings(t *testing.T) {
 	same := timesOf(reading(10, 100, 50, 20, 10))
 	if got := controllerTimes(same, same); len(got) != 2 {
 		t.Errorf("idle window: %v, want only the two totals", got)
+	}
+}
+
+// One scrape of a controller's /metrics gives its reconciles, its requests
+// and its waits.
+func TestReadingOfOneScrape(t *testing.T) {
+	r := readingOf(mustScrape(t,
+		`controller_runtime_reconcile_total{controller="keyvaluestore",result="success"} 7`,
+		`controller_runtime_reconcile_total{controller="keyvaluestore",result="error"} 2`,
+		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 3`,
+		`rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 1`,
+		`rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 5`,
+		`workqueue_work_duration_seconds_count{controller="keyvaluestore",name="keyvaluestore"} 9`,
+	), "controller_runtime_reconcile_total")
+	if want := map[string]float64{"success": 7, "error": 2}; !maps.Equal(r.reconciles, want) {
+		t.Errorf("reconciles = %v, want %v", r.reconciles, want)
+	}
+	if want := map[string]float64{"GET": 4, "POST": 5}; !maps.Equal(r.requests, want) {
+		t.Errorf("requests = %v, want %v", r.requests, want)
+	}
+	if r.times[timeWorkCount] != 9 {
+		t.Errorf("times = %v, want %s 9", r.times, timeWorkCount)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -54,15 +53,8 @@ type system interface {
 	remove(ctx context.Context, name string) error
 	// finalBackupsDone counts the completed final backups of the stores named.
 	finalBackupsDone(ctx context.Context, names map[string]bool) (int, error)
-	// reconciles is the controller's reconcile counter so far, by result
-	// ("error" among them).
-	reconciles(ctx context.Context) (map[string]float64, error)
-	// controllerRequests are the requests the controller process has sent,
-	// by method (client-go's rest_client_requests_total).
-	controllerRequests(ctx context.Context) (map[string]float64, error)
-	// controllerTimes are the controller process's running totals of
-	// where its reconciles wait (see timesOf).
-	controllerTimes(ctx context.Context) (map[string]float64, error)
+	// controller reads the controller process's /metrics once.
+	controller(ctx context.Context) (controllerReading, error)
 	// process is the PID file name (or extra process) of the controller.
 	process() string
 	settings() string
@@ -132,28 +124,12 @@ func (s kvsSystem) finalBackupsDone(ctx context.Context, names map[string]bool) 
 	return n, nil
 }
 
-func (s kvsSystem) reconciles(ctx context.Context) (map[string]float64, error) {
-	body, err := s.b.raw[pKVSAPI].metrics(ctx)
+func (s kvsSystem) controller(ctx context.Context) (controllerReading, error) {
+	metrics, err := s.b.raw[pKVSAPI].metrics(ctx)
 	if err != nil {
-		return nil, err
+		return controllerReading{}, err
 	}
-	return sumMetric(body, metricReconc, "result"), nil
-}
-
-func (s kvsSystem) controllerRequests(ctx context.Context) (map[string]float64, error) {
-	body, err := s.b.raw[pKVSAPI].metrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sumMetric(body, "rest_client_requests_total", "method"), nil
-}
-
-func (s kvsSystem) controllerTimes(ctx context.Context) (map[string]float64, error) {
-	body, err := s.b.raw[pKVSAPI].metrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return timesOf(body), nil
+	return readingOf(metrics, metricReconc), nil
 }
 
 // ---- the CRD and the controller-runtime operator --------------------------------
@@ -249,7 +225,7 @@ func (s *operatorSystem) finalBackupsDone(ctx context.Context, names map[string]
 	return n, nil
 }
 
-func (s *operatorSystem) metrics(ctx context.Context) ([]byte, error) {
+func (s *operatorSystem) metrics(ctx context.Context) (scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.port), nil)
 	if err != nil {
 		return nil, err
@@ -263,31 +239,36 @@ func (s *operatorSystem) metrics(ctx context.Context) ([]byte, error) {
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("operator /metrics: %s", resp.Status)
 	}
-	return body, err
-}
-
-func (s *operatorSystem) reconciles(ctx context.Context) (map[string]float64, error) {
-	body, err := s.metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return sumMetric(body, "controller_runtime_reconcile_total", "result"), nil
+	return parseScrape(body)
 }
 
-func (s *operatorSystem) controllerRequests(ctx context.Context) (map[string]float64, error) {
-	body, err := s.metrics(ctx)
+func (s *operatorSystem) controller(ctx context.Context) (controllerReading, error) {
+	metrics, err := s.metrics(ctx)
 	if err != nil {
-		return nil, err
+		return controllerReading{}, err
 	}
-	return sumMetric(body, "rest_client_requests_total", "method"), nil
+	return readingOf(metrics, "controller_runtime_reconcile_total"), nil
 }
 
-func (s *operatorSystem) controllerTimes(ctx context.Context) (map[string]float64, error) {
-	body, err := s.metrics(ctx)
-	if err != nil {
-		return nil, err
+// controllerReading is what one read of a controller process's /metrics
+// gives: running totals, so a window is two readings' difference.
+type controllerReading struct {
+	reconciles map[string]float64 // reconciles, by result ("error" among them)
+	requests   map[string]float64 // requests sent, by method (client-go's rest_client_requests_total)
+	times      map[string]float64 // where its reconciles wait (timesOf)
+}
+
+// readingOf parses a controller's /metrics; reconcileMetric is its
+// reconcile counter.
+func readingOf(metrics scrape, reconcileMetric string) controllerReading {
+	return controllerReading{
+		reconciles: metrics.sum(reconcileMetric, "result"),
+		requests:   metrics.sum("rest_client_requests_total", "method"),
+		times:      timesOf(metrics),
 	}
-	return timesOf(body), nil
 }
 
 // Running totals of timesOf. Both controllers' work queues are named
@@ -307,11 +288,11 @@ const (
 // not waiting for kube. The operator opts in to the rate limiter's
 // histogram (controller-runtime leaves it off); kvstore-apiserver registers
 // client-go's metrics through component-base.
-func timesOf(body []byte) map[string]float64 {
-	queue := func(metric string) float64 { return sumMetric(body, metric, "name")["keyvaluestore"] }
+func timesOf(metrics scrape) map[string]float64 {
+	queue := func(metric string) float64 { return metrics.sum(metric, "name")["keyvaluestore"] }
 	return map[string]float64{
-		timeLimiter:      sumMetric(body, "rest_client_rate_limiter_duration_seconds_sum", "")[""],
-		timeLimiterCount: sumMetric(body, "rest_client_rate_limiter_duration_seconds_count", "")[""],
+		timeLimiter:      metrics.sum("rest_client_rate_limiter_duration_seconds_sum", "")[""],
+		timeLimiterCount: metrics.sum("rest_client_rate_limiter_duration_seconds_count", "")[""],
 		timeQueue:        queue("workqueue_queue_duration_seconds_sum"),
 		timeQueueCount:   queue("workqueue_queue_duration_seconds_count"),
 		timeWork:         queue("workqueue_work_duration_seconds_sum"),
@@ -472,34 +453,4 @@ func (s *operatorSystem) releaseCRs(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// sumMetric sums a counter's samples by the value of one label ("" sums all).
-func sumMetric(body []byte, name, label string) map[string]float64 {
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		var labels, value string
-		if strings.HasPrefix(rest, "{") {
-			labels, value, _ = strings.Cut(rest[1:], "} ")
-		} else {
-			value = strings.TrimSpace(rest)
-		}
-		key := ""
-		if label != "" {
-			for _, kv := range strings.Split(labels, ",") {
-				if v, ok := strings.CutPrefix(kv, label+`="`); ok {
-					key = strings.TrimSuffix(v, `"`)
-				}
-			}
-		}
-		var f float64
-		if _, err := fmt.Sscan(strings.TrimSpace(value), &f); err == nil {
-			out[key] += f
-		}
-	}
-	return out
 }
