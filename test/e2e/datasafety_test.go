@@ -3,15 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -121,23 +118,14 @@ func controllerCounters(t *testing.T) (reconciles, writes float64) {
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", mainReplica.port))
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	metrics, err := framework.ParseMetrics(resp.Body)
 	require.NoError(t, err)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	leader, err := metrics.Value("kvstore_controller_leader")
 	require.NoError(t, err)
-	require.Contains(t, families, "kvstore_controller_leader")
-	require.Equal(t, 1.0, families["kvstore_controller_leader"].Metric[0].GetGauge().GetValue(), "the stack's replica leads")
-	for _, m := range families["kvstore_controller_reconcile_total"].GetMetric() {
-		reconciles += m.GetCounter().GetValue()
-	}
-	for _, m := range families["kvstore_controller_apply_total"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "outcome" && (l.GetValue() == "created" || l.GetValue() == "updated") {
-				writes += m.GetCounter().GetValue()
-			}
-		}
-	}
+	require.Equal(t, 1.0, leader, "the stack's replica leads")
+	reconciles = metrics.Sum("kvstore_controller_reconcile_total", "")[""]
+	applied := metrics.Sum("kvstore_controller_apply_total", "outcome")
+	writes = applied["created"] + applied["updated"]
 	return reconciles, writes
 }
 

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
 // kvstore-apiserver exports its feature gates the way kube-apiserver does
@@ -20,19 +20,10 @@ func TestFeatureGatesExported(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	metrics, err := framework.ParseMetrics(resp.Body)
 	require.NoError(t, err)
-	family := families["kubernetes_feature_enabled"]
-	require.NotNil(t, family, "no kubernetes_feature_enabled on /metrics")
-	enabled := map[string]float64{}
-	for _, m := range family.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "name" {
-				enabled[l.GetValue()] = m.GetGauge().GetValue()
-			}
-		}
-	}
+	enabled := metrics.Sum("kubernetes_feature_enabled", "name")
+	require.NotEmpty(t, enabled, "no kubernetes_feature_enabled on /metrics")
 	// Off by default in kvstore-apiserver (see docs/benchmarks.md), on in kube-apiserver.
 	assert.Equal(t, 0.0, enabled["WatchListCompression"], "WatchListCompression")
 }

@@ -330,9 +330,9 @@ func (b *bench) snapKubeComponents(ctx context.Context, p *phaseSnap) {
 		b.problem("controller phase: kube-controller-manager /metrics: %v", err)
 		return
 	}
-	p.schedAttempts = sched.sum("scheduler_schedule_attempts_total", "result")
-	p.kcmAdds = kcm.sum("workqueue_adds_total", "name")
-	p.kcmWork = kcm.sum("workqueue_work_duration_seconds_sum", "name")
+	p.schedAttempts = sched.Sum("scheduler_schedule_attempts_total", "result")
+	p.kcmAdds = kcm.Sum("workqueue_adds_total", "name")
+	p.kcmWork = kcm.Sum("workqueue_work_duration_seconds_sum", "name")
 }
 
 // served sums an API server's apiserver_request_total by verb.
@@ -341,7 +341,7 @@ func (b *bench) served(ctx context.Context, proc string) (map[string]float64, er
 	if err != nil {
 		return nil, err
 	}
-	return metrics.sum("apiserver_request_total", "verb"), nil
+	return metrics.Sum("apiserver_request_total", "verb"), nil
 }
 
 // perStore is after − before for each key, divided by n; zeros left out.

@@ -995,7 +995,7 @@ func featureGates(ctx context.Context, b *bench) ([]string, string) {
 		if err != nil {
 			continue
 		}
-		for name, enabled := range metrics.sum("kubernetes_feature_enabled", "name") {
+		for name, enabled := range metrics.Sum("kubernetes_feature_enabled", "name") {
 			if gates[name] == nil {
 				gates[name] = map[string]string{}
 			}

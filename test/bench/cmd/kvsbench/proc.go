@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
 // Processes of the local stack whose CPU and memory are measured, by the
@@ -269,7 +272,7 @@ func (p procs) memory(ctx context.Context, servers map[string]*rawClient, maxWai
 		}
 		out := map[string]float64{}
 		for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes"} {
-			if out[name], err = metrics.value(name); err != nil {
+			if out[name], err = metrics.Value(name); err != nil {
 				return nil, fmt.Errorf("%s: %w", n, err)
 			}
 		}
@@ -369,12 +372,12 @@ type rawResp struct {
 }
 
 // metrics reads the server's Prometheus text exposition.
-func (c *rawClient) metrics(ctx context.Context) (scrape, error) {
+func (c *rawClient) metrics(ctx context.Context) (framework.Metrics, error) {
 	resp, err := c.get(ctx, "/metrics", "text/plain", false)
 	if err != nil {
 		return nil, err
 	}
-	return parseScrape(resp.body)
+	return framework.ParseMetrics(bytes.NewReader(resp.body))
 }
 
 // get reads path; with gzip it asks for a gzip-compressed body (as client-go

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
 func TestHeadlineNamesTheWeakerReading(t *testing.T) {
@@ -28,59 +30,10 @@ func TestHeadlineNamesTheWeakerReading(t *testing.T) {
 	}
 }
 
-func TestScrapeSum(t *testing.T) {
-	metrics := mustScrape(t,
-		"# HELP rest_client_requests_total Number of HTTP requests",
-		"# TYPE rest_client_requests_total counter",
-		`rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 10`,
-		`rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3`,
-		`rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2`,
-		`rest_client_requests_totalx{method="GET"} 100`,
-		`plain_counter 7`,
-		// A histogram as servers expose it: its _sum and _count are
-		// series of one family.
-		"# TYPE rest_client_rate_limiter_duration_seconds histogram",
-		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="GET",le="0.005"} 3`,
-		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="GET",le="+Inf"} 4`,
-		`rest_client_rate_limiter_duration_seconds_sum{host="h",verb="GET"} 1.5`,
-		`rest_client_rate_limiter_duration_seconds_count{host="h",verb="GET"} 4`,
-		`rest_client_rate_limiter_duration_seconds_bucket{host="h",verb="PATCH",le="+Inf"} 2`,
-		`rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.5`,
-		`rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 2`,
-		"# TYPE go_memstats_heap_alloc_bytes gauge",
-		`go_memstats_heap_alloc_bytes 1.2e+07`,
-	)
-	got := metrics.sum("rest_client_requests_total", "method")
-	if want := map[string]float64{"GET": 12, "POST": 3}; !maps.Equal(got, want) {
-		t.Errorf("by method: %v, want %v", got, want)
-	}
-	if all := metrics.sum("rest_client_requests_total", "")[""]; all != 15 {
-		t.Errorf("sum: %v, want 15", all)
-	}
-	if v := metrics.sum("plain_counter", "")[""]; v != 7 {
-		t.Errorf("unlabelled: %v, want 7", v)
-	}
-	if got, want := metrics.sum("rest_client_rate_limiter_duration_seconds_sum", "verb"), map[string]float64{"GET": 1.5, "PATCH": 0.5}; !maps.Equal(got, want) {
-		t.Errorf("histogram _sum by verb: %v, want %v", got, want)
-	}
-	if v := metrics.sum("rest_client_rate_limiter_duration_seconds_count", "")[""]; v != 6 {
-		t.Errorf("histogram _count: %v, want 6", v)
-	}
-	if len(metrics.sum("absent_total", "")) != 0 {
-		t.Error("an absent metric sums to something")
-	}
-	if v, err := metrics.value("go_memstats_heap_alloc_bytes"); err != nil || v != 1.2e7 {
-		t.Errorf("gauge: %v, %v; want 1.2e7", v, err)
-	}
-	if _, err := metrics.value("rest_client_requests_total"); err == nil {
-		t.Error("value of a labelled metric: no error")
-	}
-}
-
 // mustScrape parses the lines of a /metrics body.
-func mustScrape(t *testing.T, lines ...string) scrape {
+func mustScrape(t *testing.T, lines ...string) framework.Metrics {
 	t.Helper()
-	metrics, err := parseScrape([]byte(strings.Join(lines, "\n") + "\n"))
+	metrics, err := framework.ParseMetrics(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +196,7 @@ func TestProbeMachine(t *testing.T) {
 }
 
 func TestControllerTimesOfTwoReadings(t *testing.T) {
-	reading := func(limiter, limited, queue, work, items float64) scrape {
+	reading := func(limiter, limited, queue, work, items float64) framework.Metrics {
 		return mustScrape(t, []string{
 			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="GET"} %v`, limiter/2),
 			fmt.Sprintf(`rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="PATCH"} %v`, limiter/2),

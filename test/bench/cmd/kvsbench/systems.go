@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -225,7 +226,7 @@ func (s *operatorSystem) finalBackupsDone(ctx context.Context, names map[string]
 	return n, nil
 }
 
-func (s *operatorSystem) metrics(ctx context.Context) (scrape, error) {
+func (s *operatorSystem) metrics(ctx context.Context) (framework.Metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.port), nil)
 	if err != nil {
 		return nil, err
@@ -242,7 +243,7 @@ func (s *operatorSystem) metrics(ctx context.Context) (scrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseScrape(body)
+	return framework.ParseMetrics(bytes.NewReader(body))
 }
 
 func (s *operatorSystem) controller(ctx context.Context) (controllerReading, error) {
@@ -263,10 +264,10 @@ type controllerReading struct {
 
 // readingOf parses a controller's /metrics; reconcileMetric is its
 // reconcile counter.
-func readingOf(metrics scrape, reconcileMetric string) controllerReading {
+func readingOf(metrics framework.Metrics, reconcileMetric string) controllerReading {
 	return controllerReading{
-		reconciles: metrics.sum(reconcileMetric, "result"),
-		requests:   metrics.sum("rest_client_requests_total", "method"),
+		reconciles: metrics.Sum(reconcileMetric, "result"),
+		requests:   metrics.Sum("rest_client_requests_total", "method"),
 		times:      timesOf(metrics),
 	}
 }
@@ -288,11 +289,11 @@ const (
 // not waiting for kube. The operator opts in to the rate limiter's
 // histogram (controller-runtime leaves it off); kvstore-apiserver registers
 // client-go's metrics through component-base.
-func timesOf(metrics scrape) map[string]float64 {
-	queue := func(metric string) float64 { return metrics.sum(metric, "name")["keyvaluestore"] }
+func timesOf(metrics framework.Metrics) map[string]float64 {
+	queue := func(metric string) float64 { return metrics.Sum(metric, "name")["keyvaluestore"] }
 	return map[string]float64{
-		timeLimiter:      metrics.sum("rest_client_rate_limiter_duration_seconds_sum", "")[""],
-		timeLimiterCount: metrics.sum("rest_client_rate_limiter_duration_seconds_count", "")[""],
+		timeLimiter:      metrics.Sum("rest_client_rate_limiter_duration_seconds_sum", "")[""],
+		timeLimiterCount: metrics.Sum("rest_client_rate_limiter_duration_seconds_count", "")[""],
 		timeQueue:        queue("workqueue_queue_duration_seconds_sum"),
 		timeQueueCount:   queue("workqueue_queue_duration_seconds_count"),
 		timeWork:         queue("workqueue_work_duration_seconds_sum"),
