@@ -12,12 +12,13 @@ package main
 // Paused, observedGeneration); a new store's first phase sends no Event
 // (since 87fa966, as kvstore-apiserver's). Two writes of the object per
 // create, where kvstore-apiserver's controller makes one status write (its
-// finalizer is added by the server's strategy in the create itself). Every later update of the object is one more reconcile
-// (controller-runtime's default For() has no predicate) that writes nothing
-// when the status is unchanged. A DELETE starts its teardown, which finds no
-// workloads, takes no final backup (the bench stores have no backup spec) and
-// removes its finalizer (one more update); the bench's own kvstore.io/teardown
-// finalizer keeps the object until the cleanup patches it away, as for A.
+// finalizer is added by the server's strategy in the create itself). Every
+// later update of the object is one more reconcile (controller-runtime's
+// default For() has no predicate) that writes nothing when the status is
+// unchanged. A DELETE starts its teardown, which finds no workloads, takes
+// no final backup (the bench stores have no backup spec) and removes its
+// finalizer (one more update); the bench's own kvstore.io/teardown finalizer
+// keeps the object until the cleanup patches it away, as for A.
 
 import (
 	"context"
