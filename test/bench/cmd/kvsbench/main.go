@@ -8,6 +8,8 @@
 //	B′  kvstore-apiserver directly on 127.0.0.1:8443 (JSON and protobuf);
 //	E   raw etcd puts of the bytes kvstore-apiserver stores, on its etcd;
 //	S   the peer: k8s.io/sample-apiserver's Flunders through the same aggregator (JSON);
+//	S′  the peer directly on its own port (JSON), to split what the hop costs it
+//	    from what any k8s.io/apiserver server costs, and to set B′ against E;
 //
 // and writes a table of latencies, rates, LIST sizes, watch delivery, memory
 // and CPU, with ratios, to stdout, <out>/results.md and <out>/results.json.
@@ -70,13 +72,14 @@ const (
 	colDP = "B′ proto"
 	colE  = "E"
 	colS  = "S json"
+	colDS = "S′ json"
 )
 
-var columns = []string{colA, colAop, colBJ, colBP, colDJ, colDP, colE, colS}
+var columns = []string{colA, colAop, colBJ, colBP, colDJ, colDP, colE, colS, colDS}
 
 // colSlug is a column's part of object names.
 func colSlug(col string) string {
-	return map[string]string{colA: "a", colAop: "aop", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s"}[col]
+	return map[string]string{colA: "a", colAop: "aop", colBJ: "bj", colBP: "bp", colDJ: "dj", colDP: "dp", colE: "e", colS: "s", colDS: "ds"}[col]
 }
 
 // columnNamed is the column a --columns entry names: the column itself or
@@ -170,7 +173,7 @@ func parseFlags(args []string) (config, error) {
 	ctrlReps := fs.Int("controller-reps", 0, "repetitions of the controller phase, each in a fresh namespace (default 3, 1 with --quick)")
 	fs.DurationVar(&c.ctrlTimeout, "controller-timeout", 30*time.Minute, "how long the controller phase waits for every store to be Ready")
 	fs.BoolVar(&c.freshStack, "fresh-stack", false, "reset the stack (hack/local-up.sh reset: empty etcds, every process started again) before each system's run of the controller phase, so that neither inherits the other's state; only with --phases controller")
-	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E, and adds S when it is chosen)")
+	cols := fs.String("columns", strings.Join(columns, ","), "which columns the ops and watch phases measure (the scale phase always needs A, B proto and E, and fills Flunders for the S and S′ LISTs when either is chosen)")
 	fs.StringVar(&c.sampleBin, "sample-apiserver-bin", filepath.Join(root, "_output", "bin", pSample), "sample-apiserver, the S column's peer server (hack/build-tools.sh sample-apiserver)")
 	fs.StringVar(&c.namespace, "namespace", "kvs-bench", "namespace of the benchmark's objects; deleted at the end")
 	fs.StringVar(&c.crdPath, "crd", filepath.Join(root, "artifacts", "bench", "keyvaluestores-crd.yaml"), "the CRD of the A column")
@@ -304,6 +307,7 @@ type bench struct {
 	bp      *kvsTarget
 	e       *etcdTarget
 	s       *sampleTarget // the peer column, with sample-apiserver running
+	ds      *sampleTarget // the peer directly
 	sample  *samplePeer
 	lists   []listVariant
 	raw     map[string]*rawClient // by process, for /metrics and pprof
@@ -438,7 +442,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := b.probe(ctx); err != nil {
 		return err
 	}
-	if cfg.columns[colS] && (cfg.phases["ops"] || cfg.phases["watch"] || cfg.phases["scale"] || cfg.phases["profile"]) {
+	if (cfg.columns[colS] || cfg.columns[colDS]) && (cfg.phases["ops"] || cfg.phases["watch"] || cfg.phases["scale"] || cfg.phases["profile"]) {
 		stopPeer, err := b.startPeer(ctx, stack)
 		// Deferred after the teardown's, so it runs first: the APIService
 		// goes before the namespaces are deleted.
@@ -612,6 +616,13 @@ func (b *bench) connect(stack *framework.Stack) error {
 		return err
 	}
 	b.s = newSampleTarget(colS, b.cfg.namespace, sDyn.Resource(flunderGVR).Namespace(b.cfg.namespace))
+	dsCfg := b.wire(colDS, sampleDirectConfig(directCfg), false)
+	dsCfg.WarningHandler = rest.NoWarnings{}
+	dsDyn, err := dynamic.NewForConfig(dsCfg)
+	if err != nil {
+		return err
+	}
+	b.ds = newSampleTarget(colDS, b.cfg.namespace, dsDyn.Resource(flunderGVR).Namespace(b.cfg.namespace))
 	for _, t := range []target{b.a, aop, bj, b.bp, dj, dp, b.e} {
 		if b.cfg.columns[t.ID()] {
 			b.targets = append(b.targets, t)
@@ -644,11 +655,8 @@ func (b *bench) connect(stack *framework.Stack) error {
 	if err != nil {
 		return err
 	}
-	// sample-apiserver's, for its profiles: the same admin certificate, on
-	// its port (its serving certificate names localhost too).
-	sampleCfg := rest.CopyConfig(directCfg)
-	sampleCfg.Host = fmt.Sprintf("https://127.0.0.1:%d", samplePort)
-	if b.raw[pSample], err = rawFor(sampleCfg); err != nil {
+	// sample-apiserver's, for its profiles and the S′ LISTs.
+	if b.raw[pSample], err = rawFor(sampleDirectConfig(directCfg)); err != nil {
 		return err
 	}
 	directRaw, err := rawFor(rest.CopyConfig(directCfg))
@@ -678,6 +686,15 @@ func (b *bench) connect(stack *framework.Stack) error {
 	}
 	b.lists = append(b.lists, listVariant{col: colE})
 	return nil
+}
+
+// sampleDirectConfig reaches sample-apiserver directly as the admin: the
+// same certificate as kvstore-apiserver's direct config, on the peer's port
+// (its serving certificate names localhost too).
+func sampleDirectConfig(direct *rest.Config) *rest.Config {
+	c := rest.CopyConfig(direct)
+	c.Host = fmt.Sprintf("https://127.0.0.1:%d", samplePort)
+	return c
 }
 
 // wire copies cfg for one wire format, recording the Content-Type of the

@@ -364,13 +364,19 @@ func (b *bench) startPeer(ctx context.Context, stack *framework.Stack) (func(), 
 	if err := b.sample.probe(ctx, b.s); err != nil {
 		return stop, err
 	}
-	b.targets = append(b.targets, b.s)
+	for _, t := range []*sampleTarget{b.s, b.ds} {
+		if b.cfg.columns[t.ID()] {
+			b.targets = append(b.targets, t)
+		}
+	}
 	p := b.sample
 	b.meta.Peer = fmt.Sprintf("sample-apiserver %s on 127.0.0.1:%d (pid %d), kvstore etcd prefix %s; a Flunder: %d B of JSON in the create request, %d B as JSON, %d B stored (%s)",
 		sampleVersion, samplePort, p.cmd.Process.Pid, sampleEtcdPrefix, p.requestJSON, p.objectJSON, p.storedBytes, p.storedFormat)
 	path := fmt.Sprintf("/apis/%s/namespaces/%s/flunders", flunderGVR.GroupVersion(), b.cfg.namespace)
 	for _, gz := range []bool{true, false} {
-		b.lists = append(b.lists, listVariant{col: colS, raw: b.raw[pKubeAPI], path: path, gzip: gz})
+		b.lists = append(b.lists,
+			listVariant{col: colS, raw: b.raw[pKubeAPI], path: path, gzip: gz},
+			listVariant{col: colDS, raw: b.raw[pSample], path: path, gzip: gz})
 	}
 	return stop, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +107,50 @@ func TestTableHasPeerRatios(t *testing.T) {
 	}
 }
 
+// The peer directly (S′): against raw etcd, and kvstore-apiserver directly
+// against it both ways, no hop on either side.
+func TestTableHasPeerDirectRatios(t *testing.T) {
+	b := &bench{figs: newFigures()}
+	for col, rate := range map[string]float64{colE: 800, colDS: 200, colDP: 150, colDJ: 100} {
+		b.figs.add("create c1 rate", col, "ops/s", rate)
+	}
+	got := b.table([]row{{"create, c=1, rate", "create c1 rate", "ops/s", false}}, columns, true)
+	for _, want := range []string{
+		"| S′ json / E | B′ proto / S′ json (best vs best) | B′ json / S′ json (like for like) |",
+		"| 0.25 | 0.75 | 0.50 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// The direct-create target names the peer's own ratio to raw etcd when S′
+// ran, so a reader sees whether any k8s.io/apiserver server meets the bar.
+func TestDirectTargetNamesThePeer(t *testing.T) {
+	for _, withPeer := range []bool{false, true} {
+		b := &bench{figs: newFigures(), cfg: config{listSizes: []int{10}, watchers: []int{1}}}
+		rates := map[string]float64{colE: 800, colDP: 120, colDJ: 100}
+		if withPeer {
+			rates[colDS] = 200
+		}
+		for col, rate := range rates {
+			b.figs.add("create c1 rate", col, "ops/s", rate)
+		}
+		i := slices.IndexFunc(b.checks(), func(c check) bool { return strings.HasSuffix(c.Target, "directly vs raw etcd puts") })
+		if i < 0 {
+			t.Fatal("no direct-create target")
+		}
+		c := b.checks()[i]
+		const peer = "the peer directly (S′ json) 200 ops/s = 0.25×"
+		for _, got := range []string{c.Best.Measured, c.Like.Measured} {
+			if strings.Contains(got, peer) != withPeer {
+				t.Errorf("with the peer measured %v: %q, want the peer's reading %q only when measured", withPeer, got, peer)
+			}
+		}
+	}
+}
+
 func TestLeverSettings(t *testing.T) {
 	for _, tc := range []struct {
 		name                       string
@@ -126,7 +171,7 @@ func TestLeverSettings(t *testing.T) {
 }
 
 func TestColumnNamed(t *testing.T) {
-	for name, want := range map[string]string{"B json": colBJ, "bj": colBJ, "B′ proto": colDP, "dp": colDP, "aop": colAop, "A+op": colAop, "s": colS, "Bjson": "", "": ""} {
+	for name, want := range map[string]string{"B json": colBJ, "bj": colBJ, "B′ proto": colDP, "dp": colDP, "aop": colAop, "A+op": colAop, "s": colS, "ds": colDS, "S′ json": colDS, "Bjson": "", "": ""} {
 		if got := columnNamed(name); got != want {
 			t.Errorf("columnNamed(%q) = %q, want %q", name, got, want)
 		}

@@ -163,8 +163,9 @@ func serverProcs(col string) []string {
 		return []string{pEtcdKube, pKubeAPI, pOperator}
 	case col == colE:
 		return []string{pEtcdKVS}
-	case col == colS:
-		// sample-apiserver stores in kvstore's etcd, under its own prefix.
+	case col == colS || col == colDS:
+		// sample-apiserver stores in kvstore's etcd, under its own prefix;
+		// directly (S′) as through the hop, like B′.
 		return []string{pEtcdKube, pEtcdKVS, pKubeAPI, pSample}
 	default:
 		return []string{pEtcdKube, pEtcdKVS, pKubeAPI, pKVSAPI}
@@ -795,7 +796,7 @@ func kindOf(col string) string {
 		return "cr"
 	case col == colE:
 		return "etcd"
-	case col == colS:
+	case col == colS || col == colDS:
 		return "flunder"
 	default:
 		return "kvs"
