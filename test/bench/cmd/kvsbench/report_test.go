@@ -88,39 +88,32 @@ func TestControllerMarkdownShowsBothSystemsWithRanges(t *testing.T) {
 	}
 }
 
-// The peer's ratios: S against the CRD (one ratio: both serve only JSON),
-// and kvstore-apiserver against S both ways.
+// The peer's ratios: S against the CRD (one ratio: both serve only JSON)
+// and kvstore-apiserver against S both ways; S′ (the peer directly) against
+// raw etcd and kvstore-apiserver directly against S′, no hop on either side.
 func TestTableHasPeerRatios(t *testing.T) {
-	b := &bench{figs: newFigures()}
-	b.figs.add("create c16 rate", colA, "ops/s", 200)
-	b.figs.add("create c16 rate", colS, "ops/s", 180)
-	b.figs.add("create c16 rate", colBJ, "ops/s", 90)
-	b.figs.add("create c16 rate", colBP, "ops/s", 120)
-	got := b.table([]row{{"create, c=16, rate", "create c16 rate", "ops/s", false}}, columns, true)
-	for _, want := range []string{
-		"| S json / A (both readings) | B proto / S json (best vs best) | B json / S json (like for like) |",
-		"| 0.90 | 0.67 | 0.50 |",
+	for _, tc := range []struct {
+		name   string
+		metric row
+		rates  map[string]float64
+		want   []string
+	}{
+		{"through the aggregator", row{"create, c=16, rate", "create c16 rate", "ops/s", false},
+			map[string]float64{colA: 200, colS: 180, colBJ: 90, colBP: 120},
+			[]string{"| S json / A (both readings) | B proto / S json (best vs best) | B json / S json (like for like) |", "| 0.90 | 0.67 | 0.50 |"}},
+		{"directly", row{"create, c=1, rate", "create c1 rate", "ops/s", false},
+			map[string]float64{colE: 800, colDS: 200, colDP: 150, colDJ: 100},
+			[]string{"| S′ json / E | B′ proto / S′ json (best vs best) | B′ json / S′ json (like for like) |", "| 0.25 | 0.75 | 0.50 |"}},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("table lacks %q:\n%s", want, got)
+		b := &bench{figs: newFigures()}
+		for col, rate := range tc.rates {
+			b.figs.add(tc.metric.metric, col, "ops/s", rate)
 		}
-	}
-}
-
-// The peer directly (S′): against raw etcd, and kvstore-apiserver directly
-// against it both ways, no hop on either side.
-func TestTableHasPeerDirectRatios(t *testing.T) {
-	b := &bench{figs: newFigures()}
-	for col, rate := range map[string]float64{colE: 800, colDS: 200, colDP: 150, colDJ: 100} {
-		b.figs.add("create c1 rate", col, "ops/s", rate)
-	}
-	got := b.table([]row{{"create, c=1, rate", "create c1 rate", "ops/s", false}}, columns, true)
-	for _, want := range []string{
-		"| S′ json / E | B′ proto / S′ json (best vs best) | B′ json / S′ json (like for like) |",
-		"| 0.25 | 0.75 | 0.50 |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("table lacks %q:\n%s", want, got)
+		got := b.table([]row{tc.metric}, columns, true)
+		for _, want := range tc.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: table lacks %q:\n%s", tc.name, want, got)
+			}
 		}
 	}
 }
