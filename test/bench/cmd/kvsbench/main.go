@@ -9,7 +9,7 @@
 //	E   raw etcd puts of the bytes kvstore-apiserver stores, on its etcd;
 //	S   the peer: k8s.io/sample-apiserver's Flunders through the same aggregator (JSON);
 //	S′  the peer directly on its own port (JSON), to split what the hop costs it
-//	    from what any k8s.io/apiserver server costs, and to set B′ against E;
+//	    from what the generic server costs, and to set B′ against E;
 //
 // and writes a table of latencies, rates, LIST sizes, watch delivery, memory
 // and CPU, with ratios, to stdout, <out>/results.md and <out>/results.json.

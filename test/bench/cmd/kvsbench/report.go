@@ -34,8 +34,8 @@ var ratios = []struct{ num, den, kind string }{
 	{colS, colA, "both readings"},
 	{colBP, colS, "best vs best"},
 	{colBJ, colS, "like for like"},
-	// The peer directly: what any k8s.io/apiserver server reaches against
-	// raw etcd here, and ours against it with no hop on either side.
+	// The peer directly: what a generic k8s.io/apiserver server reaches
+	// against raw etcd here, and ours against it with no hop on either side.
 	{colDS, colE, ""},
 	{colDP, colDS, "best vs best"},
 	{colDJ, colDS, "like for like"},
@@ -362,8 +362,8 @@ func (b *bench) checks() []check {
 }
 
 // peerDirect is what the peer reached directly against raw etcd at c=1 in
-// the same run, if it was measured: the bar any k8s.io/apiserver server
-// meets here.
+// the same run, if it was measured: what a generic k8s.io/apiserver server
+// reaches on the same machine.
 func peerDirect(v func(metric, col string) float64) string {
 	ds, e := v("create c1 rate", colDS), v("create c1 rate", colE)
 	if math.IsNaN(ds) {

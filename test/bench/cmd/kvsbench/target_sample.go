@@ -15,9 +15,10 @@ import (
 )
 
 // sampleTarget is the S column: Flunders of sample-apiserver through
-// kube-apiserver's aggregator (S′: directly), with the dynamic client (JSON: sample-apiserver
-// v0.37.2 has no protobuf for its types). Everything but Create is the
-// custom resources' code, over another resource.
+// kube-apiserver's aggregator (S′: directly), with the dynamic client
+// (JSON: sample-apiserver v0.37.2 has no protobuf for its types).
+// Everything but Create is the custom resources' code, over another
+// resource.
 type sampleTarget struct{ *crTarget }
 
 func newSampleTarget(id, ns string, client dynamic.ResourceInterface) *sampleTarget {
