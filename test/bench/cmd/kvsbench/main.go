@@ -987,11 +987,11 @@ func storedFormat(v []byte) string {
 	return "unknown"
 }
 
-// order returns the timed columns in this repetition's order for phase,
+// order returns the columns ts in this repetition's order for phase,
 // shuffled, and records it: a column measured first or last in every
 // repetition would carry the machine's drift alone.
-func (b *bench) order(phase string, rep int) []target {
-	ts := append([]target(nil), b.targets...)
+func (b *bench) order(phase string, rep int, ts []target) []target {
+	ts = slices.Clone(ts)
 	b.rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 	ids := make([]string, len(ts))
 	for i, t := range ts {

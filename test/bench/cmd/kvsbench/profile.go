@@ -30,6 +30,12 @@ var pathProcs = map[string][]string{
 	colS:  {pKubeAPI, pSample},
 }
 
+// profiled are the columns of ts the phase profiles (those pathProcs
+// names), so that the report's order line lists only them.
+func profiled(ts []target) []target {
+	return slices.DeleteFunc(slices.Clone(ts), func(t target) bool { return len(pathProcs[t.ID()]) == 0 })
+}
+
 // profileOp is one operation the phase profiles: what a worker calls, given
 // the column's target, the batch set and the call's index; seen records the
 // versions it writes.
@@ -65,11 +71,8 @@ func (b *bench) profilePhase(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, t := range b.order("profile", 1) {
+	for _, t := range b.order("profile", 1, profiled(b.targets)) {
 		procs := pathProcs[t.ID()]
-		if len(procs) == 0 {
-			continue
-		}
 		set := "p" + strings.ToLower(colSlug(t.ID()))
 		_ = t.Get(ctx, "warm-up")
 		created := 0

@@ -63,7 +63,7 @@ func (b *bench) opsPhase(ctx context.Context, rep, conc int, idle map[string]flo
 	if conc > 1 {
 		n = b.cfg.opsC16
 	}
-	for _, t := range b.order(fmt.Sprintf("ops c%d", conc), rep) {
+	for _, t := range b.order(fmt.Sprintf("ops c%d", conc), rep, b.targets) {
 		set := fmt.Sprintf("o%dr%d%s", conc, rep, strings.ToLower(colSlug(t.ID())))
 		if err := b.beginColumn(ctx, t); err != nil {
 			return err
@@ -413,7 +413,7 @@ func (c *collector) times(version string) []time.Time {
 // every watcher has the previous one, so this is latency, not throughput.
 func (b *bench) watchPhase(ctx context.Context, rep int) error {
 	const objects = 4
-	for _, t := range b.order("watch", rep) {
+	for _, t := range b.order("watch", rep, b.targets) {
 		set := fmt.Sprintf("wr%d%s", rep, strings.ToLower(colSlug(t.ID())))
 		if err := b.beginColumn(ctx, t); err != nil {
 			return err
