@@ -157,8 +157,9 @@ func (b *bench) controllerPhases(ctx context.Context) error {
 				b.ctrl[s.name()] = medianResult(runs[s.name()])
 			}
 			if err != nil {
-				return fmt.Errorf("controller phase, %s: %w", s.name(), err)
+				return fmt.Errorf("controller phase, repetition %d, %s: %w", rep, s.name(), err)
 			}
+			b.checkpoint(fmt.Sprintf("the controller phase's repetition %d of %d for %s", rep, b.cfg.ctrlReps, s.name()))
 		}
 	}
 	return nil

@@ -347,6 +347,10 @@ type bench struct {
 	mu           sync.Mutex
 	problems     []string
 	last         time.Time // of the last write through an API server
+	// started is when the measured run began; done names the last part of
+	// it whose results were written.
+	started time.Time
+	done    string
 }
 
 // touch records that the benchmark just wrote through an API server.
@@ -415,7 +419,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	defer b.etcdKube.Close()
 
 	b.kvsControllerOff = b.kvsRunsWithoutController()
-	started := time.Now()
+	b.started = time.Now()
 	b.meta = collectMeta(ctx, b, cfg)
 	if b.kvsControllerOff {
 		b.logf("kvstore-apiserver runs with --controllers=false: no status writes; nothing waits for them")
@@ -472,17 +476,25 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	defer b.cleanupOperatorColumn(context.WithoutCancel(ctx))
 
+	return b.finish(b.measure(ctx))
+}
+
+// measure runs the phases, writing what they measured so far after each
+// one (see checkpoint).
+func (b *bench) measure(ctx context.Context) error {
+	cfg := b.cfg
 	for rep := 1; rep <= cfg.reps; rep++ {
 		var idle map[string]float64
+		var err error
 		if cfg.phases["scale"] && rep <= cfg.scaleReps {
 			// First, so that its memory readings follow the quietest period.
 			if idle, err = b.scalePhase(ctx, rep); err != nil {
-				return err
+				return fmt.Errorf("scale phase, repetition %d: %w", rep, err)
 			}
 		} else {
 			b.logf("repetition %d of %d: measuring idle CPU for %s", rep, cfg.reps, cfg.idle)
 			if idle, err = b.procs.idleRates(ctx, cfg.idle); err != nil {
-				return err
+				return fmt.Errorf("idle CPU, repetition %d: %w", rep, err)
 			}
 		}
 		for p, r := range idle {
@@ -491,20 +503,22 @@ func run(ctx context.Context, cfg config) (err error) {
 		if cfg.phases["ops"] {
 			for _, conc := range []int{1, 16} {
 				if err := b.opsPhase(ctx, rep, conc, idle); err != nil {
-					return err
+					return fmt.Errorf("ops phase at c=%d, repetition %d: %w", conc, rep, err)
 				}
 			}
 		}
 		if cfg.phases["watch"] {
 			if err := b.watchPhase(ctx, rep); err != nil {
-				return err
+				return fmt.Errorf("watch phase, repetition %d: %w", rep, err)
 			}
 		}
+		b.checkpoint(fmt.Sprintf("repetition %d of %d", rep, cfg.reps))
 	}
 	if cfg.phases["profile"] {
 		if err := b.profilePhase(ctx); err != nil {
-			return err
+			return fmt.Errorf("profile phase: %w", err)
 		}
+		b.checkpoint("the profile phase")
 	}
 	if err := b.stopPeer(ctx); err != nil {
 		b.problem("stopping the peer: %v", err)
@@ -514,18 +528,49 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 	}
+	return nil
+}
+
+// checkpoint writes the results measured so far, marked as a run still
+// going, so that a run cut short (killed, or its machine taken away) leaves
+// every phase it finished. The final report overwrites them.
+func (b *bench) checkpoint(after string) {
+	b.done = after
+	b.meta.Incomplete = "the run was still going when these were written, after " + after
+	b.meta.Duration = time.Since(b.started).Round(time.Second).String()
+	if _, err := b.report(); err != nil {
+		b.logf("checkpoint after %s: %v", after, err)
+	}
+	b.meta.Incomplete = ""
+}
+
+// finish writes the report of a run that ended, with measureErr when it
+// ended early: a failed or interrupted phase must not take the phases
+// before it with it.
+func (b *bench) finish(measureErr error) error {
 	for _, t := range b.targets {
 		if n := t.Conflicts(); n > 0 {
 			b.problem("%s: %d updates hit a conflict and were retried (latency includes the retry)", t.ID(), n)
 		}
 	}
-	b.meta.Duration = time.Since(started).Round(time.Second).String()
-	b.contentTypes.Range(func(k, v interface{}) bool {
-		b.meta.WireFormats = append(b.meta.WireFormats, fmt.Sprintf("%s: %s", k, v))
-		return true
-	})
-	sort.Strings(b.meta.WireFormats)
-	return b.report()
+	b.meta.Duration = time.Since(b.started).Round(time.Second).String()
+	if measureErr != nil {
+		b.meta.Incomplete = "stopped " + b.progress() + ": " + measureErr.Error()
+	}
+	md, err := b.report()
+	if err != nil {
+		return errors.Join(measureErr, err)
+	}
+	fmt.Println(md)
+	return measureErr
+}
+
+// progress says how far a run got.
+func (b *bench) progress() string {
+	if b.done == "" {
+		return "before its first phase ended"
+	}
+	return "after " + b.done
 }
 
 // kvsRunsWithoutController says the running kvstore-apiserver was started
@@ -1092,6 +1137,9 @@ type meta struct {
 	Compression string `json:"compression"`
 	// Peer describes the S column's server when it ran.
 	Peer string `json:"peer,omitempty"`
+	// Incomplete says why the figures stop short of the run's phases: it
+	// failed, was interrupted, or was still going (a checkpoint).
+	Incomplete string `json:"incomplete,omitempty"`
 }
 
 type objectSizes struct {

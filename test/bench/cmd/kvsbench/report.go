@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -377,6 +378,9 @@ func (b *bench) markdown(cs []check) string {
 	m := b.meta
 	largest := b.cfg.listSizes[len(b.cfg.listSizes)-1]
 	fmt.Fprintf(&sb, "## Results (%s mode, %s)\n\n", m.Mode, m.Date)
+	if m.Incomplete != "" {
+		fmt.Fprintf(&sb, "- **Incomplete**: %s. Every figure below is what the run measured until then.\n", m.Incomplete)
+	}
 	fmt.Fprintf(&sb, "- Command: `%s` (%s); took %s\n", m.Command, m.Config, m.Duration)
 	fmt.Fprintf(&sb, "- Machine: %d CPUs (%s), %s RAM, %s; %s\n", m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion)
 	fmt.Fprintf(&sb, "- kube-apiserver %s, kvstore-apiserver %s (%s); etcd fsync %s\n", m.KubeVersion, m.KVSVersion, m.KVSBinary, m.EtcdFsync)
@@ -445,11 +449,14 @@ func orNone(s []string) string {
 	return strings.Join(s, "; ")
 }
 
-func (b *bench) report() error {
+// report writes results.json, its charts and results.md to --out and
+// returns the Markdown.
+func (b *bench) report() (string, error) {
+	b.meta.WireFormats = b.wireFormats()
 	cs := b.checks()
 	md := b.markdown(cs)
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	out := struct {
 		Meta       meta                          `json:"meta"`
@@ -463,20 +470,30 @@ func (b *bench) report() error {
 	}{b.meta, b.figs.m, cs, b.problems, b.ctrl, b.runsInOrder()}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.json"), append(js, '\n'), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	charts, err := writeCharts(&chartInput{Meta: b.meta, Figures: b.figs.m, Controller: b.ctrl}, b.cfg.out, "results")
 	if err != nil {
-		return fmt.Errorf("charts: %w", err)
+		return "", fmt.Errorf("charts: %w", err)
 	}
 	md += chartsMarkdown(charts)
-	fmt.Println(md)
 	if err := os.WriteFile(filepath.Join(b.cfg.out, "results.md"), []byte(md), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	b.logf("wrote %s and %s", filepath.Join(b.cfg.out, "results.json"), filepath.Join(b.cfg.out, "results.md"))
-	return nil
+	return md, nil
+}
+
+// wireFormats are the content types each column's responses came in.
+func (b *bench) wireFormats() []string {
+	var fs []string
+	b.contentTypes.Range(func(k, v any) bool {
+		fs = append(fs, fmt.Sprintf("%s: %s", k, v))
+		return true
+	})
+	sort.Strings(fs)
+	return fs
 }

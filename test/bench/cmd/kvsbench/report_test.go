@@ -1,12 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
@@ -305,4 +311,64 @@ func TestControllerTotalIsMedianOfRunTotals(t *testing.T) {
 	if !strings.Contains(md, want) {
 		t.Errorf("missing %q in:\n%s", want, md)
 	}
+}
+
+// A run that fails or is interrupted after hours still writes what its
+// finished phases measured, saying where it stopped; a checkpoint between
+// phases says the run was still going.
+func TestAFailedRunKeepsWhatItMeasured(t *testing.T) {
+	b := &bench{figs: newFigures(), log: io.Discard, started: time.Now(),
+		cfg:  config{listSizes: []int{10}, watchers: []int{1}, out: t.TempDir()},
+		ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}}
+	b.figs.add("create c1 rate", colA, "ops/s", 100)
+
+	b.checkpoint("repetition 1 of 3")
+	if got, want := readResults(t, b.cfg.out).Meta.Incomplete, "still going when these were written, after repetition 1 of 3"; !strings.Contains(got, want) {
+		t.Errorf("checkpoint: incomplete %q, want it to contain %q", got, want)
+	}
+
+	measureErr := errors.New("watch phase, repetition 2: boom")
+	if err := b.finish(measureErr); !errors.Is(err, measureErr) {
+		t.Errorf("finish returned %v, want the phase's error", err)
+	}
+	got := readResults(t, b.cfg.out)
+	if want := "stopped after repetition 1 of 3: watch phase, repetition 2: boom"; got.Meta.Incomplete != want {
+		t.Errorf("incomplete %q, want %q", got.Meta.Incomplete, want)
+	}
+	if _, ok := got.Figures["create c1 rate"]; !ok {
+		t.Error("the finished repetition's figures are gone")
+	}
+	md, err := os.ReadFile(filepath.Join(b.cfg.out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "**Incomplete**: stopped after repetition 1 of 3"; !strings.Contains(string(md), want) {
+		t.Errorf("results.md does not say %q", want)
+	}
+
+	b.meta.Incomplete = ""
+	if err := b.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readResults(t, b.cfg.out).Meta.Incomplete; got != "" {
+		t.Errorf("a run that ended reads as incomplete: %q", got)
+	}
+}
+
+type savedResults struct {
+	Meta    meta                       `json:"meta"`
+	Figures map[string]json.RawMessage `json:"figures"`
+}
+
+func readResults(t *testing.T, dir string) savedResults {
+	t.Helper()
+	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r savedResults
+	if err := json.Unmarshal(js, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
