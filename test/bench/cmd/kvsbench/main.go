@@ -483,7 +483,7 @@ func run(ctx context.Context, cfg config) (err error) {
 // one (see checkpoint).
 func (b *bench) measure(ctx context.Context) error {
 	cfg := b.cfg
-	for rep := 1; rep <= cfg.reps; rep++ {
+	for rep := 1; rep <= cfg.apiRepetitions(); rep++ {
 		var idle map[string]float64
 		var err error
 		if cfg.phases["scale"] && rep <= cfg.scaleReps {
@@ -1299,4 +1299,15 @@ func nulSplit(b []byte) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// apiRepetitions is how many times the API phases' loop runs: none when the
+// run measures no API phase, so that a controller-only run spends no time
+// on idle CPU it never uses and writes no checkpoint for a repetition that
+// measured nothing.
+func (c config) apiRepetitions() int {
+	if c.phases["scale"] || c.phases["ops"] || c.phases["watch"] {
+		return c.reps
+	}
+	return 0
 }

@@ -389,7 +389,7 @@ func (b *bench) markdown(cs []check) string {
 	o := m.Objects
 	fmt.Fprintf(&sb, "- Objects: create request %d B of JSON; a store is %d B as JSON (with managedFields and status) and %d B stored (%s); a custom resource %d B as JSON and %d B stored (%s)\n",
 		o.RequestJSON, o.StoreJSON, o.StoreStored, o.StoreStoredFormat, o.CRJSON, o.CRStored, o.CRStoredFormat)
-	fmt.Fprintf(&sb, "- Wire formats seen: %s\n", strings.Join(m.WireFormats, "; "))
+	fmt.Fprintf(&sb, "- Wire formats seen: %s\n", wireFormatsLine(m.WireFormats))
 	sb.WriteString("- Every figure is the median over the repetitions, with their range (min–max) beside it when there were several; ratios are of those medians.\n")
 	fmt.Fprintf(&sb, "- Column order: drawn at random for every phase and repetition (seed %d): %s\n", m.Seed, strings.Join(m.Orders, "; "))
 	fmt.Fprintf(&sb, "- Feature gates: %s. Gates that differ between the two servers: %s\n\n", m.Compression, orNone(m.FeatureGates))
@@ -440,6 +440,15 @@ func (b *bench) markdown(cs []check) string {
 		}
 	}
 	return sb.String()
+}
+
+// wireFormatsLine lists the Content-Types the timed requests received, or
+// says why there are none: only the ops, watch and LIST phases record them.
+func wireFormatsLine(fs []string) string {
+	if len(fs) == 0 {
+		return "none recorded (the ops, watch and LIST phases record their responses' Content-Type; this run measured none of them)"
+	}
+	return strings.Join(fs, "; ")
 }
 
 func orNone(s []string) string {

@@ -372,3 +372,42 @@ func readResults(t *testing.T, dir string) savedResults {
 	}
 	return r
 }
+
+// A run of the controller phase alone sends none of the requests whose
+// Content-Type the report records; its header said "Wire formats seen: "
+// with nothing after it.
+func TestWireFormatsLineSaysWhenNoneWereRecorded(t *testing.T) {
+	b := &bench{figs: newFigures(), cfg: config{listSizes: []int{10}, watchers: []int{1}},
+		ctrl: map[string]*controllerResult{}, ctrlRuns: map[string][]*controllerResult{}}
+	if md, want := b.markdown(nil), "- Wire formats seen: none recorded"; !strings.Contains(md, want) {
+		t.Errorf("markdown has no %q line", want)
+	}
+	b.meta.WireFormats = []string{"A create: application/json"}
+	if md, want := b.markdown(nil), "- Wire formats seen: A create: application/json\n"; !strings.Contains(md, want) {
+		t.Errorf("markdown has no %q line", want)
+	}
+}
+
+// A run of the controller phase alone measured idle CPU once per API
+// repetition and wrote a checkpoint "after repetition N of 3" though no
+// API phase ran.
+func TestAPIRepetitionsOnlyWhenAnAPIPhaseRuns(t *testing.T) {
+	for _, tc := range []struct {
+		phases []string
+		want   int
+	}{
+		{[]string{"controller"}, 0},
+		{[]string{"profile", "controller"}, 0},
+		{[]string{"ops"}, 3},
+		{[]string{"watch", "controller"}, 3},
+		{[]string{"scale"}, 3},
+	} {
+		c := config{reps: 3, phases: map[string]bool{}}
+		for _, p := range tc.phases {
+			c.phases[p] = true
+		}
+		if got := c.apiRepetitions(); got != tc.want {
+			t.Errorf("phases %v: %d API repetitions, want %d", tc.phases, got, tc.want)
+		}
+	}
+}
