@@ -446,7 +446,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := b.probe(ctx); err != nil {
 		return err
 	}
-	if (cfg.columns[colS] || cfg.columns[colDS]) && (cfg.phases["ops"] || cfg.phases["watch"] || cfg.phases["scale"] || cfg.phases["profile"]) {
+	if (cfg.columns[colS] || cfg.columns[colDS]) && (cfg.measuresAPIPath() || cfg.phases["profile"]) {
 		stopPeer, err := b.startPeer(ctx, stack)
 		// Deferred after the teardown's, so it runs first: the APIService
 		// goes before the namespaces are deleted.
@@ -1306,8 +1306,14 @@ func nulSplit(b []byte) []string {
 // on idle CPU it never uses and writes no checkpoint for a repetition that
 // measured nothing.
 func (c config) apiRepetitions() int {
-	if c.phases["scale"] || c.phases["ops"] || c.phases["watch"] {
+	if c.measuresAPIPath() {
 		return c.reps
 	}
 	return 0
+}
+
+// measuresAPIPath says whether a phase of the repetitions' loop (scale,
+// ops, watch) runs.
+func (c config) measuresAPIPath() bool {
+	return c.phases["scale"] || c.phases["ops"] || c.phases["watch"]
 }
