@@ -101,7 +101,13 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		}
 		c.recordPhaseChange(kvs, before)
 	}
-	res, scheduleErr := c.runSchedule(ctx, kvs, plan)
+	var res result
+	var scheduleErr error
+	if kvs.Generation == applied {
+		// Not after a conflict brought a newer spec: the plan is the old
+		// spec's (another keep, a pause), and the new one's sync is queued.
+		res, scheduleErr = c.runSchedule(ctx, kvs, plan)
+	}
 	res = res.sooner(result{requeueAfter: boot.requeueAfter})
 	if inTheWay != nil && statusErr == nil {
 		// Nothing of ours changes when the user removes the object in the

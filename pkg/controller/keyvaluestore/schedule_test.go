@@ -2,12 +2,14 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -252,6 +254,38 @@ func TestSchedulePrunesOnlyWithTheServersKeep(t *testing.T) {
 	_, own := f.writes()
 	for _, w := range own {
 		assert.NotContains(t, w, "delete")
+	}
+}
+
+// A status write that conflicts brings the server's store, with a keep the
+// plan was not made for: the pass must not prune by that stale plan (the
+// re-read before pruning compared the server's keep with the one just
+// brought in, both 5, and deleted three backups kept at 5; found by review).
+func TestScheduleDoesNotPruneByAPlanAConflictOutdated(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 1))
+	var objs []runtime.Object
+	for h := 1; h <= 4; h++ {
+		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
+	}
+	f := newFixture(t, kvs, objs...)
+	raised := kvs.DeepCopy()
+	raised.Generation++
+	raised.Spec.Backup.Keep = ptr.To[int32](5)
+	raised.ResourceVersion = "2"
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
+	})
+	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
+		return true, raised.DeepCopy(), nil
+	})
+	_, _ = f.sync(kvs) // the cache still says keep 1; the status write conflicts
+	_, own := f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "delete")
+		assert.NotContains(t, w, "create keyvaluestorebackups")
 	}
 }
 
