@@ -265,7 +265,7 @@ func newClaim(kvs *v1alpha1.KeyValueStore, name string, created time.Time) *core
 	labels := labelsFor(kvs, ComponentData)
 	labels[LabelStoreUID] = string(kvs.UID)
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kvs.Namespace, UID: types.UID(name),
-		CreationTimestamp: metav1.NewTime(created), Labels: labels}}
+		ResourceVersion: "7", CreationTimestamp: metav1.NewTime(created), Labels: labels}}
 }
 
 // unlabelled is claim as a StatefulSet from before LabelStoreUID made it.
@@ -598,6 +598,17 @@ func TestTeardownStepsInOrder(t *testing.T) {
 		read = read || (a.GetVerb() == "get" && a.GetResource().Resource == "keyvaluestores")
 	}
 	assert.True(t, read, "the store is re-read from the server before claims are deleted")
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(core.DeleteAction); ok && a.GetResource().Resource == "persistentvolumeclaims" {
+			// A claim the cache shows labelled may have been unlabelled to
+			// keep it since: only the version judged is deleted.
+			p := d.GetDeleteOptions().Preconditions
+			require.NotNil(t, p)
+			assert.Equal(t, claim.UID, *p.UID)
+			require.NotNil(t, p.ResourceVersion, "the claim is deleted only at the version the teardown judged")
+			assert.Equal(t, claim.ResourceVersion, *p.ResourceVersion)
+		}
+	}
 
 	require.NoError(t, f.kubeInf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Delete(claim))
 	f.refreshCache("ns")

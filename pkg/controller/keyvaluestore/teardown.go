@@ -400,13 +400,28 @@ func (t *teardownRun) deleteClaims(ctx context.Context) (stepWait, error) {
 		return stepWait{}, err
 	}
 	for _, pvc := range claims {
-		err := t.c.kube.CoreV1().PersistentVolumeClaims(t.kvs.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		// Only the version judged from the cache: a claim changed since
+		// (unlabelled to keep it, say) is judged again when the cache has it.
+		err := t.c.kube.CoreV1().PersistentVolumeClaims(t.kvs.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: claimPreconditions(pvc)})
+		switch {
+		case apierrors.IsConflict(err):
+			return stepWait{message: "claim " + pvc.Name + " changed; looking again before deleting it", after: time.Second}, nil
+		case err != nil && !apierrors.IsNotFound(err):
 			return stepWait{}, fmt.Errorf("delete claim %s: %w", pvc.Name, err)
 		}
 	}
 	t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, StepDeleteClaims, "Deleted %d PersistentVolumeClaims (persistentVolumeClaimRetentionPolicy.whenDeleted: Delete)", len(claims))
 	return stepWait{message: fmt.Sprintf("deleted %d PersistentVolumeClaims", len(claims))}, nil
+}
+
+// claimPreconditions pin a claim's deletion to the object judged: its UID,
+// and its resourceVersion when it has one (an empty one would never match).
+func claimPreconditions(pvc *corev1.PersistentVolumeClaim) *metav1.Preconditions {
+	p := &metav1.Preconditions{UID: &pvc.UID}
+	if pvc.ResourceVersion != "" {
+		p.ResourceVersion = &pvc.ResourceVersion
+	}
+	return p
 }
 
 // liveClaims are the store's data claims not yet being deleted.
