@@ -109,10 +109,11 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	if len(backups) == 0 {
 		return result{}, nil
 	}
-	if kvs == nil || kvs.Spec.Backup == nil || slices.ContainsFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool { return takenForAnother(b, kvs) }) {
-		// The cache may lag behind a store created (or given spec.backup)
-		// with its backup: only a fresh read may fail a backup for a
-		// missing, replaced or unconfigured store.
+	if slices.ContainsFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool { reason, _ := cannotRun(kvs, b); return reason != "" }) {
+		// The cache may lag behind a store created (or given spec.backup,
+		// or deleted and created again) with its backup: only a fresh read
+		// may fail a backup for a missing, replaced, unconfigured or
+		// deleting store.
 		kvs = nil
 		fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(namespace).Get(ctx, store, metav1.GetOptions{})
 		switch {

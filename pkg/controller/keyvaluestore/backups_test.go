@@ -475,6 +475,19 @@ func TestBackupNotConfiguredIsReadFresh(t *testing.T) {
 	assert.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase)
 }
 
+// A store deleted and created again under its name with a backup: until
+// the cache sees the new store, it shows the old one being deleted. Only a
+// fresh read may fail a backup for a store being deleted (it failed the new
+// store's backup for good, "its Final backup is taken instead"; found by
+// review).
+func TestBackupForADeletingStoreIsReadFresh(t *testing.T) {
+	recreated := newStore(withBackup, func(k *v1alpha1.KeyValueStore) { k.UID = "uid-2" })
+	f := newFixture(t, recreated, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.c.syncBackups(context.Background(), "ns", "s", newStore(withBackup, deleting))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, f.backup("b").Status.Phase)
+}
+
 // The backups the controller reads are the informer's: it writes only copies.
 func TestBackupStatusWriteLeavesTheCacheAlone(t *testing.T) {
 	kvs := newStore(withBackup)
