@@ -22,6 +22,9 @@ const (
 	ReasonBackupSkipped   = "FinalBackupSkipped"
 	// ReasonNamespaceTerminating: no backup Pod can start in a namespace being deleted.
 	ReasonNamespaceTerminating = "NamespaceTerminating"
+	// ReasonBootstrapUnfinished: the store was deleted before its bootstrap
+	// succeeded or failed for good; its data is a partial bootstrap.
+	ReasonBootstrapUnfinished = "BootstrapUnfinished"
 )
 
 // Retries of a failed final backup: attempt n+1 starts backupBackoffBase·2^(n-1)
@@ -40,7 +43,8 @@ func (t *teardownRun) finalBackupDone() (bool, error) {
 		return true, nil
 	}
 	c := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded)
-	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonBackupSkipped || c.Reason == ReasonNamespaceTerminating), nil
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == ReasonBackupSkipped || c.Reason == ReasonNamespaceTerminating ||
+		c.Reason == ReasonBootstrapUnfinished), nil
 }
 
 // runFinalBackup takes the final backup as a KeyValueStoreBackup with
@@ -55,6 +59,13 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	b, err := t.c.finalBackup(ctx, kvs)
 	if err != nil {
 		return stepWait{}, err
+	}
+	if b == nil && bootstrapUndecided(kvs) {
+		// Teardown stopped the bootstrap partway (or before it began):
+		// the data is a partial restore no client has written to (the
+		// client Service comes only after the bootstrap), and a backup of
+		// it would be recorded Completed. What it restored from is kept.
+		return stepWait{}, t.recordNoBackup(ctx, ReasonBootstrapUnfinished, unfinishedBootstrapMessage(kvs))
 	}
 	// A backup that completed is recorded as such, even if the namespace
 	// has started terminating since.
@@ -91,6 +102,18 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 		t.c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
 	}
 	return stepWait{message: msg}, nil
+}
+
+func unfinishedBootstrapMessage(kvs *v1alpha1.KeyValueStore) string {
+	at := "before its bootstrap started"
+	if c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); c != nil {
+		at = "during its bootstrap (" + c.Reason + ")"
+	}
+	msg := "no final backup: the store was deleted " + at + ", so its data is an unfinished bootstrap no client has written to"
+	if from := kvs.Spec.Bootstrap.FromBackup; from != "" {
+		msg += "; backup " + from + ", which it restored from, is left as it was"
+	}
+	return msg
 }
 
 // finalBackup is the store's Final backup (nil if not created yet), read

@@ -222,8 +222,8 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 
 // bootstrapRunning is a store whose data tier is ready and whose first
 // bootstrap Job runs, with the cache up to date.
-func bootstrapRunning(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
-	f, kvs := bootstrapReady(t)
+func bootstrapRunning(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
+	f, kvs := bootstrapReady(t, opts...)
 	for range 2 { // created suspended, then released
 		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
@@ -237,8 +237,8 @@ func bootstrapRunning(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
 
 // bootstrapReady is a store with a bootstrap whose data tier is ready and
 // no bootstrap Job yet, with the cache up to date.
-func bootstrapReady(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
-	kvs := newStore(withBootstrap(""))
+func bootstrapReady(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
+	kvs := newStore(append([]func(*v1alpha1.KeyValueStore){withBootstrap("")}, opts...)...)
 	f := newFixture(t, kvs)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
@@ -300,6 +300,42 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
 	assert.Equal(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+}
+
+// A store deleted before its bootstrap finished holds a partial restore
+// (teardown stopped it) that no client ever wrote to: a Final backup of it
+// would be recorded Completed with half the data, and a later restore from
+// it would bring back a store that never was (found by review). The
+// teardown records why there is none and goes on; what the bootstrap
+// restored from is left as it was.
+func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
+	f, kvs := bootstrapRunning(t, withBackup)
+	gone := f.stored(kvs)
+	deleting(gone)
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	stopped, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	// Gone with its Pods (the fake server deleted it at once).
+	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(stopped))
+	var writes []string
+	for range 4 {
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, own := f.writes()
+		writes = append(append(writes, kube...), own...)
+	}
+	for _, w := range writes {
+		assert.NotContains(t, w, "-final-", "no Final backup of a partial restore")
+	}
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
+	require.NotNil(t, cond, "%v %v", writes, f.stored(kvs).Status.Conditions)
+	assert.Equal(t, ReasonBootstrapUnfinished, cond.Reason)
+	assert.Contains(t, cond.Message, "bootstrap")
 }
 
 // A bootstrap recorded as succeeded is not turned into BootstrapJobLost by
