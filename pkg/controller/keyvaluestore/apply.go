@@ -109,6 +109,14 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 			observeApply(k.kind, applyRefused)
 			return zero, &objectInTheWayError{kind: k.kind, namespace: kvs.Namespace, name: name, holder: holder(cur)}
 		}
+		if k.createOnly && !metav1.IsControlledBy(cur, kvs) {
+			// A createOnly kind (a Job) is never adopted: the store finds
+			// its Jobs by controller reference, so one without it would be
+			// taken for created on every pass and never seen.
+			observeApply(k.kind, applyRefused)
+			return zero, &objectInTheWayError{kind: k.kind, namespace: kvs.Namespace, name: name,
+				holder: "it has the store's labels but no controller reference, and a " + k.kind + " is never adopted"}
+		}
 		if k.createOnly {
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil

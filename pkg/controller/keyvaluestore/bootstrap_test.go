@@ -338,6 +338,34 @@ func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 	assert.Contains(t, cond.Message, "bootstrap")
 }
 
+// A Job with the bootstrap's name and the store's labels but no controller
+// reference (stripped, or made by hand) is not the store's: it is in the way,
+// said once, not "created" on every pass while the store's own list of
+// bootstrap Jobs never finds it (the store requeued every second and never
+// bootstrapped; found by review).
+func TestBootstrapJobWithoutControllerIsInTheWay(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	stray := newJob(bootstrapJobName(kvs, 1), nil)
+	stray.Labels = labelsFor(kvs, ComponentBootstrap)
+	f := newFixture(t, kvs, stray)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	f.refreshCache("ns")
+	var res result
+	for range 3 {
+		res, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	st := f.stored(kvs).Status
+	p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, p)
+	assert.Equal(t, ReasonObjectInTheWay, p.Reason)
+	assert.Contains(t, p.Message, bootstrapJobName(kvs, 1))
+	assert.NotEqual(t, time.Second, res.requeueAfter, "no retry every second")
+}
+
 // A bootstrap recorded as succeeded is not turned into BootstrapJobLost by
 // a cache that has not seen that record yet, once its Job is gone (the
 // status write after a conflict would have overwritten the success, and
