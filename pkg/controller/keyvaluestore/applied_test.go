@@ -169,6 +169,30 @@ func TestImagePinnedByAdmissionIsNotReapplied(t *testing.T) {
 	assert.NotContains(t, kube, "apply statefulsets s")
 }
 
+// The same for the proxy Deployment's image (it was applied again, with an
+// "Updated" event, on every reconcile; found by review).
+func TestProxyImagePinnedByAdmissionIsNotReapplied(t *testing.T) {
+	kvs := newStore(withProxy(1))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs) // the proxy Deployment is created
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	require.Contains(t, kube, "apply deployments s-proxy")
+	pinned := proxyDeployment(kvs, 1)
+	c := &pinned.Spec.Template.Spec.Containers[0]
+	c.WithImage(*c.Image + "@sha256:" + strings.Repeat("0", 64))
+	_, err = f.kube.AppsV1().Deployments("ns").Apply(context.Background(), pinned, applyOptions)
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.NotContains(t, kube, "apply deployments s-proxy")
+}
+
 // applyAsOurs puts sts on the fake server as the controller's own apply
 // would have written it, and refreshes the caches.
 func (f *fixture) applyAsOurs(sts *appsv1ac.StatefulSetApplyConfiguration) {

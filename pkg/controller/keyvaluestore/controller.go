@@ -132,6 +132,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 			extract: func(o *appsv1.Deployment) (*appsv1ac.DeploymentApplyConfiguration, error) {
 				return appsv1ac.ExtractDeployment(o, FieldManager)
 			},
+			normalize: samePinnedProxyImage,
 			apply: func(ctx context.Context, ns string, ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
 				return kube.AppsV1().Deployments(ns).Apply(ctx, ac, applyOptions)
 			},

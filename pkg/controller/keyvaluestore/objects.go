@@ -225,7 +225,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 				WithSpec(corev1ac.PodSpec().
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
 					WithContainers(corev1ac.Container().
-						WithName("proxy").
+						WithName(proxyContainerName).
 						WithImage(image).
 						WithEnv(corev1ac.EnvVar().WithName("KVSTORE_UPSTREAM").WithValue(fmt.Sprintf("%s.%s.svc:%d", headlessServiceName(kvs), kvs.Namespace, kvs.Spec.Port))).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
@@ -345,8 +345,11 @@ func statefulSetReady(sts *appsv1.StatefulSet, image string, want int32) bool {
 		s.CurrentRevision == s.UpdateRevision
 }
 
-// dataContainerName names the data tier's container in the Pod template.
-const dataContainerName = "kvstore"
+// Names of the data tier's and the proxy tier's containers in their Pod templates.
+const (
+	dataContainerName  = "kvstore"
+	proxyContainerName = "proxy"
+)
 
 // dataContainer is the data tier's container in the StatefulSet's template
 // (nil if none): found by name, since admission may inject others before it.
@@ -374,10 +377,32 @@ func sameImage(running, spec string) bool {
 // value, ours in managedFields, is then "<image>@sha256:..."): otherwise
 // every reconcile would apply the StatefulSet again, and tell so in an event.
 func samePinnedImage(live, desired *appsv1ac.StatefulSetApplyConfiguration) {
-	l, d := acDataContainer(live), acDataContainer(desired)
-	if l != nil && d != nil && l.Image != nil && d.Image != nil && sameImage(*l.Image, *d.Image) {
-		l.Image = d.Image
+	takePinnedImage(acDataContainer(live), acDataContainer(desired))
+}
+
+// samePinnedProxyImage does the same for the proxy Deployment's container.
+func samePinnedProxyImage(live, desired *appsv1ac.DeploymentApplyConfiguration) {
+	takePinnedImage(acProxyContainer(live), acProxyContainer(desired))
+}
+
+func takePinnedImage(live, desired *corev1ac.ContainerApplyConfiguration) {
+	if live != nil && desired != nil && live.Image != nil && desired.Image != nil && sameImage(*live.Image, *desired.Image) {
+		live.Image = desired.Image
 	}
+}
+
+// acProxyContainer is the proxy container of a Deployment apply
+// configuration (nil if none).
+func acProxyContainer(d *appsv1ac.DeploymentApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+	if d == nil || d.Spec == nil || d.Spec.Template == nil || d.Spec.Template.Spec == nil {
+		return nil
+	}
+	cs := d.Spec.Template.Spec.Containers
+	i := slices.IndexFunc(cs, func(c corev1ac.ContainerApplyConfiguration) bool { return ptr.Deref(c.Name, "") == proxyContainerName })
+	if i < 0 {
+		return nil
+	}
+	return &cs[i]
 }
 
 // acDataContainer is the data container of a StatefulSet apply
