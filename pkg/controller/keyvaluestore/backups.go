@@ -224,6 +224,23 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	return result{}, nil // running: the Job's events bring us back
 }
 
+// otherBackupJobRunning is a backup Job of the store, not b's, that has not
+// finished (nil if none): the backup it ran for may have been deleted while
+// it ran, or not have recorded it yet. Its end (activeDeadlineSeconds at
+// the latest) brings the store's key back.
+func (c *Controller) otherBackupJobRunning(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (*batchv1.Job, error) {
+	jobs, err := componentObjects[*batchv1.Job](c.jobs, kvs, ComponentBackup)
+	if err != nil {
+		return nil, fmt.Errorf("list backup Jobs: %w", err)
+	}
+	for _, j := range jobs {
+		if !metav1.IsControlledBy(j, b) && !jobCondition(j, batchv1.JobComplete) && !jobCondition(j, batchv1.JobFailed) {
+			return j, nil
+		}
+	}
+	return nil, nil
+}
+
 // backupJobOf is the Job of the backup's attempt (nil if it does not
 // exist), read live when the cache does not have it yet.
 func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int) (*batchv1.Job, error) {
@@ -309,6 +326,16 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	}
 	if err != nil {
 		return result{}, err
+	}
+	if existing == nil {
+		running, err := c.otherBackupJobRunning(kvs, b)
+		if err != nil {
+			return result{}, err
+		}
+		if running != nil {
+			return result{requeueAfter: waitFallback}, c.markBackupWaiting(ctx, b, fmt.Sprintf(
+				"waiting for backup Job %s of the same store to finish: one backup Job runs at a time", running.Name))
+		}
 	}
 	if err := c.markStore(ctx, kvs, b); err != nil {
 		return result{}, err

@@ -30,6 +30,40 @@ func (f *fixture) backup(name string) *v1alpha1.KeyValueStoreBackup {
 	return b
 }
 
+// One Job at a time holds by the Jobs, not only by the backup records: a
+// backup deleted while its Job runs leaves that Job running (the garbage
+// collector removes it later, or never with --cascade=orphan), and the next
+// backup started beside it (found by review).
+func TestBackupWaitsForTheJobOfADeletedBackup(t *testing.T) {
+	kvs := newStore(withBackup)
+	first := newBackup("first", v1alpha1.BackupReasonManual)
+	second := newBackup("second", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
+		b.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
+	})
+	f := newFixture(t, kvs, first, second)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	require.Equal(t, "first-1", f.backup("first").Status.JobName)
+	f.refreshCache("ns")
+	deleted := f.backup("first")
+	require.NoError(t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), "first", metav1.DeleteOptions{}))
+	require.NoError(t, f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Delete(deleted))
+
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "apply jobs second-1", "first-1 still runs")
+	assert.Equal(t, v1alpha1.BackupPhasePending, f.backup("second").Status.Phase)
+	assert.Contains(t, f.backup("second").Status.Message, "first-1")
+
+	f.finishJob("first-1", batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "apply jobs second-1", "it starts once that Job finished")
+}
+
 // A Manual backup goes Pending → Running → Completed with one Job, and a
 // second backup of the same store waits for it.
 func TestBackupRunsOneJobAtATime(t *testing.T) {
