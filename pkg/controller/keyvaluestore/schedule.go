@@ -29,35 +29,27 @@ const (
 // counts: the newest failed ones, for their messages and Jobs' logs.
 const keepFailedScheduledBackups = 3
 
-// recentWindow is how far back dueSlot looks first: a week of minutely
-// slots is 10 080 steps, however long the downtime was.
-const recentWindow = 7 * 24 * time.Hour
-
-// maxSlotsWalked bounds one walk over slots (a minutely schedule over ten
-// weeks); only a schedule with no slot in the last week walks further back.
-const maxSlotsWalked = 100_000
-
 // dueSlot is the latest slot of sched in (after, now], or zero if none:
-// after downtime, only the most recent missed slot is taken. (Walking from
-// after alone stopped after maxSlotsWalked at a slot months old, and the
-// next pass walked on from there: a burst of backups under old names.)
+// after downtime, only the most recent missed slot is taken. It bisects
+// rather than walks: a walk over every slot had to stop at a bound, at a
+// slot months old for a schedule firing every minute of some month, and the
+// next pass walked on from there (a second catch-up backup).
 func dueSlot(sched cron.Schedule, after, now time.Time) time.Time {
-	if recent := now.Add(-recentWindow); recent.After(after) {
-		if due := lastSlot(sched, recent, now); !due.IsZero() {
-			return due
+	if first := sched.Next(after); first.IsZero() || first.After(now) {
+		return time.Time{}
+	}
+	// A slot lies in (lo, hi], none in (hi, now]; halve until one is left
+	// (slots are whole seconds, so (lo, hi] of a second holds one).
+	lo, hi := after, now
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if next := sched.Next(mid); !next.IsZero() && !next.After(hi) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return lastSlot(sched, after, now)
-}
-
-// lastSlot walks sched's slots in (after, now] and returns the last one
-// reached (zero if none).
-func lastSlot(sched cron.Schedule, after, now time.Time) time.Time {
-	var due time.Time
-	for t, n := sched.Next(after), 0; !t.IsZero() && !t.After(now) && n < maxSlotsWalked; t, n = sched.Next(t), n+1 {
-		due = t
-	}
-	return due
+	return sched.Next(lo)
 }
 
 // slotOf is the schedule slot a Scheduled backup was made for.

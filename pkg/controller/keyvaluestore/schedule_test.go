@@ -56,6 +56,26 @@ func TestDueSlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 1, 31, 23, 0, 0, 0, time.UTC), dueSlot(january, at(0, 0).AddDate(-2, 0, 0), at(12, 0)),
 		"no slot in the last week: the walk goes further back")
+	everyMinuteOfJanuary, err := validation.ParseSchedule("* * * 1 *", nil)
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(2026, 1, 31, 23, 59, 0, 0, time.UTC), dueSlot(everyMinuteOfJanuary, at(0, 0).AddDate(-3, 0, 0), at(12, 0)),
+		"the latest slot however many lie between (a walk stopped at its bound in early January, and the next pass took a second catch-up; found by review)")
+	for _, tz := range []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe"} {
+		loc, err := time.LoadLocation(tz)
+		require.NoError(t, err)
+		for _, spec := range []string{"30 2 * * *", "*/7 * * * *", "0 0 29 2 *", "15 1 * * 0"} {
+			sched, err := validation.ParseSchedule(spec, ptr.To(tz))
+			require.NoError(t, err)
+			for _, now := range []time.Time{time.Date(2026, 3, 29, 3, 0, 0, 0, loc), time.Date(2026, 11, 1, 1, 45, 0, 0, loc), at(12, 0)} {
+				after := now.AddDate(0, -2, 0)
+				want := time.Time{}
+				for t := sched.Next(after); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+					want = t
+				}
+				assert.True(t, want.Equal(dueSlot(sched, after, now)), "%s %q at %s: want %s, got %s", tz, spec, now, want, dueSlot(sched, after, now))
+			}
+		}
+	}
 }
 
 // The schedule creates the due slot's backup once, with a deterministic
