@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
 )
 
 // setReadyCondition derives the Ready condition from status.phase on every
@@ -15,7 +16,8 @@ import (
 // and the status's observedGeneration, so `kubectl wait
 // --for=condition=Ready` can be trusted without knowing the phase machine.
 // Deriving it here rather than in the controller keeps the two from ever
-// disagreeing. A status without a phase (nothing observed yet) gets none.
+// disagreeing. A status without a phase (nothing observed yet), or with one
+// that is not a phase, gets none.
 // Its lastTransitionTime follows the stored Ready (stored), whatever Ready
 // the request carried or left out.
 func setReadyCondition(status *kvstore.KeyValueStoreStatus, stored []metav1.Condition) {
@@ -23,7 +25,9 @@ func setReadyCondition(status *kvstore.KeyValueStoreStatus, stored []metav1.Cond
 	if prev := meta.FindStatusCondition(stored, kvstore.ConditionReady); prev != nil {
 		status.Conditions = append(status.Conditions, *prev)
 	}
-	if status.Phase == "" {
+	if !validation.IsPhase(status.Phase) {
+		// Nothing observed yet, or a phase validation refuses (its error
+		// names status.phase alone, not a condition the writer never sent).
 		meta.RemoveStatusCondition(&status.Conditions, kvstore.ConditionReady)
 		return
 	}

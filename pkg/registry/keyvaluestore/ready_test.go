@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,4 +102,41 @@ func TestReadyTransitionFollowsTheStoredCondition(t *testing.T) {
 			assert.Equal(t, tc.old.Status, obj.Status, "an unchanged status stays unchanged")
 		})
 	}
+}
+
+// What the server derives is not held against the writer: an invalid phase
+// is one error, on status.phase, not a second on a Ready condition the
+// client never sent; and the bound on conditions counts the writer's, not
+// the Ready the server adds (16 sent were refused as 17; found by review).
+func TestDerivedReadyIsNotHeldAgainstTheWriter(t *testing.T) {
+	s := NewStatusStrategy(testStrategy())
+	ctx := context.Background()
+	old := newKVS()
+	old.ResourceVersion = "1"
+	old.Status = kvstore.KeyValueStoreStatus{}
+
+	badPhase := old.DeepCopy()
+	badPhase.Status.Phase = "not a phase"
+	s.PrepareForUpdate(ctx, badPhase, old)
+	errs := s.ValidateUpdate(ctx, badPhase, old)
+	require.Len(t, errs, 1, "%v", errs)
+	assert.Equal(t, "status.phase", errs[0].Field)
+
+	sixteen := old.DeepCopy()
+	sixteen.Status.Phase = kvstore.PhaseCreating
+	for i := range 16 {
+		meta.SetStatusCondition(&sixteen.Status.Conditions, metav1.Condition{Type: fmt.Sprintf("Custom%d", i),
+			Status: metav1.ConditionTrue, Reason: "Set", LastTransitionTime: metav1.Now()})
+	}
+	s.PrepareForUpdate(ctx, sixteen, old)
+	require.NotNil(t, meta.FindStatusCondition(sixteen.Status.Conditions, kvstore.ConditionReady))
+	assert.Empty(t, s.ValidateUpdate(ctx, sixteen, old))
+
+	seventeen := sixteen.DeepCopy()
+	meta.SetStatusCondition(&seventeen.Status.Conditions, metav1.Condition{Type: "Custom16",
+		Status: metav1.ConditionTrue, Reason: "Set", LastTransitionTime: metav1.Now()})
+	s.PrepareForUpdate(ctx, seventeen, sixteen)
+	errs = s.ValidateUpdate(ctx, seventeen, sixteen)
+	require.Len(t, errs, 1, "%v", errs)
+	assert.Equal(t, "status.conditions", errs[0].Field)
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,18 @@ const (
 	maxStatusImage    = 4096
 	maxSelectorLength = 4096
 )
+
+func countReady(conditions []metav1.Condition) int {
+	if meta.FindStatusCondition(conditions, kvstore.ConditionReady) != nil {
+		return 1
+	}
+	return 0
+}
+
+// IsPhase says p is a phase of the API (the empty phase is none).
+func IsPhase(p kvstore.KeyValueStorePhase) bool {
+	return validPhases.Has(p)
+}
 
 // MaxStorageSize is the largest spec.storage.size: the most bytes an int64
 // counts, as a claim's capacity is. It keeps every size comparable at no
@@ -372,7 +385,9 @@ func ValidateKeyValueStoreStatus(status *kvstore.KeyValueStoreStatus, fldPath *f
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("selector"), status.Selector, err.Error()))
 		}
 	}
-	if n := len(status.Conditions); n > maxConditions {
+	// The bound is on what the writer sent: Ready is the server's own,
+	// derived from the phase on every status write.
+	if n := len(status.Conditions) - countReady(status.Conditions); n > maxConditions {
 		allErrs = append(allErrs, field.TooMany(fldPath.Child("conditions"), n, maxConditions))
 	} else {
 		allErrs = append(allErrs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
