@@ -6,7 +6,6 @@ package keyvaluestore
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"time"
 
@@ -444,8 +443,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting KeyValueStore controller", "workers", workers)
+	// It returns false only once ctx ended (a shutdown, or a Lease lost):
+	// a stop, not a failure, which the callers would exit the process on.
 	if !cache.WaitForNamedCacheSync("keyvaluestore", ctx.Done(), c.synced...) {
-		return fmt.Errorf("caches did not sync")
+		logger.Info("Stopped before the caches synced")
+		return nil
 	}
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)

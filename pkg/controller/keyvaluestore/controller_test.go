@@ -1227,3 +1227,14 @@ func TestTeardownIgnoresAStaleTerminatingNamespace(t *testing.T) {
 	_, own := f.writes()
 	assert.NotContains(t, own, "patch keyvaluestores s", "released as if its namespace were terminating")
 }
+
+// A controller stopped before its caches synced (SIGTERM right after it
+// became leader, or the Lease lost while kube-apiserver is slow) has not
+// failed: its callers exit the process on an error, which cut off the
+// replica's API requests in its shutdown delay (found by review).
+func TestRunStoppedBeforeTheCachesSyncedIsNoFailure(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, f.c.Run(ctx, 1))
+}
