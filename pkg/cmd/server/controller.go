@@ -57,7 +57,7 @@ func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "controllers", o.Enabled, "Run the KeyValueStore controller on this replica while it holds the leader Lease. false serves the API only.")
 	fs.IntVar(&o.Workers, "concurrent-keyvaluestore-syncs", o.Workers, "Number of KeyValueStores reconciled concurrently.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second of the controller's client of kube-apiserver. A negative value turns the client-side limit off: kube-apiserver's API priority and fairness alone then paces the controller (controller-runtime's default).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the controller's client of kube-apiserver.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the controller's client of kube-apiserver (0: client-go's default).")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 }
 
@@ -66,6 +66,10 @@ func (o *ControllerOptions) Validate() []error {
 	var errs []error
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-keyvaluestore-syncs must be at least 1"))
+	}
+	if o.KubeAPIQPS >= 0 && o.KubeAPIBurst < 0 {
+		// client-go's limiter would refuse every request, the Lease's too.
+		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative while --kube-api-qps limits the client"))
 	}
 	le := o.LeaderElection
 	if le.LeaderElect {

@@ -37,6 +37,27 @@ func TestValidateLeaderElectionTimes(t *testing.T) {
 	}
 }
 
+// A negative burst with a client-side limit on makes every request of the
+// controller (and of its Lease) fail in client-go's limiter: no replica
+// ever led, and nothing said so (found by review). Without a limit
+// (negative QPS) the burst is unused.
+func TestValidateKubeAPIBurst(t *testing.T) {
+	for _, tc := range []struct {
+		qps     float32
+		burst   int
+		wantErr bool
+	}{
+		{50, 100, false},
+		{50, 0, false}, // client-go's default burst
+		{50, -1, true},
+		{-1, -1, false},
+	} {
+		o := NewControllerOptions()
+		o.KubeAPIQPS, o.KubeAPIBurst = tc.qps, tc.burst
+		assert.Equal(t, tc.wantErr, len(o.Validate()) > 0, "qps %v burst %d: %v", tc.qps, tc.burst, o.Validate())
+	}
+}
+
 // Shutdown stops the controller (and so releases its Lease) when it begins
 // and waits for it, not after the server's shutdown delay: before, the
 // controller ran on the post-start hook's context, cancelled only once the
