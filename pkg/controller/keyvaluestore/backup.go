@@ -60,12 +60,14 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	if err != nil {
 		return stepWait{}, err
 	}
-	if b == nil && bootstrapUndecided(kvs) {
-		// Teardown stopped the bootstrap partway (or before it began):
-		// the data is a partial restore no client has written to (the
-		// client Service comes only after the bootstrap), and a backup of
-		// it would be recorded Completed. What it restored from is kept.
-		return stepWait{}, t.recordNoBackup(ctx, ReasonBootstrapUnfinished, unfinishedBootstrapMessage(kvs))
+	if b == nil {
+		unfinished, err := t.bootstrapUnfinished()
+		if err != nil {
+			return stepWait{}, err
+		}
+		if unfinished {
+			return stepWait{}, t.recordNoBackup(ctx, ReasonBootstrapUnfinished, unfinishedBootstrapMessage(kvs))
+		}
 	}
 	// A backup that completed is recorded as such, even if the namespace
 	// has started terminating since.
@@ -102,6 +104,23 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 		t.c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
 	}
 	return stepWait{message: msg}, nil
+}
+
+// bootstrapUnfinished: teardown stopped the bootstrap partway (or before it
+// began). The data is then a partial restore no client has written to (the
+// client Service comes only after the bootstrap), and a backup of it would
+// be recorded Completed. A bootstrap Job that completed counts as done,
+// recorded or not: its success may have been lost to the deletion's
+// conflict after the client Service was created.
+func (t *teardownRun) bootstrapUnfinished() (bool, error) {
+	if !bootstrapUndecided(t.kvs) {
+		return false, nil
+	}
+	jobs, err := t.c.bootstrapJobs(t.kvs)
+	if err != nil {
+		return false, err
+	}
+	return !bootstrapSucceeded(t.kvs, jobs), nil
 }
 
 func unfinishedBootstrapMessage(kvs *v1alpha1.KeyValueStore) string {

@@ -234,11 +234,20 @@ func (c *Controller) otherBackupJobRunning(kvs *v1alpha1.KeyValueStore, b *v1alp
 		return nil, fmt.Errorf("list backup Jobs: %w", err)
 	}
 	for _, j := range jobs {
-		if !metav1.IsControlledBy(j, b) && !jobCondition(j, batchv1.JobComplete) && !jobCondition(j, batchv1.JobFailed) {
+		if !metav1.IsControlledBy(j, b) && mayRun(j) {
 			return j, nil
 		}
 	}
 	return nil, nil
+}
+
+// mayRun: the Job has not finished and may still start or run Pods. One
+// suspended (by a queueing admission controller, say) or being deleted
+// would hold every later backup of the store, the Final one too, for as
+// long as it stays so: its Pods, if any, are on their way out.
+func mayRun(j *batchv1.Job) bool {
+	return !jobCondition(j, batchv1.JobComplete) && !jobCondition(j, batchv1.JobFailed) &&
+		!ptr.Deref(j.Spec.Suspend, false) && j.DeletionTimestamp == nil
 }
 
 // backupJobOf is the Job of the backup's attempt (nil if it does not

@@ -30,6 +30,22 @@ func (f *fixture) backup(name string) *v1alpha1.KeyValueStoreBackup {
 	return b
 }
 
+// Only a Job that may still run holds the next backup back: one finished,
+// suspended or being deleted would hold it for as long as it stays so.
+func TestMayRun(t *testing.T) {
+	running := newJob("a-1", nil)
+	finished := running.DeepCopy()
+	finished.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	suspended := running.DeepCopy()
+	suspended.Spec.Suspend = ptr.To(true)
+	deleting := running.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	assert.True(t, mayRun(running))
+	for _, j := range []*batchv1.Job{finished, suspended, deleting} {
+		assert.False(t, mayRun(j))
+	}
+}
+
 // One Job at a time holds by the Jobs, not only by the backup records: a
 // backup deleted while its Job runs leaves that Job running (the garbage
 // collector removes it later, or never with --cascade=orphan), and the next

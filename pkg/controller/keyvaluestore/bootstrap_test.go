@@ -338,6 +338,33 @@ func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 	assert.Contains(t, cond.Message, "bootstrap")
 }
 
+// A bootstrap whose Job completed but whose success was not recorded yet
+// (the store deleted in the pass that created its client Service, the
+// status write lost to the deletion's conflict) is finished: clients may
+// have written, and the Final backup is taken (found by review of the rule
+// above).
+func TestTeardownBacksUpABootstrapThatCompletedUnrecorded(t *testing.T) {
+	f, kvs := bootstrapRunning(t, withBackup)
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+	gone := f.stored(kvs)
+	deleting(gone)
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(gone.Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	var writes []string
+	for range 4 {
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		_, own := f.writes()
+		writes = append(writes, own...)
+	}
+	assert.Contains(t, writes, "create keyvaluestorebackups "+finalBackupName(kvs))
+	if cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded); cond != nil {
+		assert.NotEqual(t, ReasonBootstrapUnfinished, cond.Reason)
+	}
+}
+
 // A Job with the bootstrap's name and the store's labels but no controller
 // reference (stripped, or made by hand) is not the store's: it is in the way,
 // said once, not "created" on every pass while the store's own list of

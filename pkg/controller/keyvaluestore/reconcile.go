@@ -54,6 +54,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	if err != nil {
 		return result{}, err
 	}
+	// The generation this pass plans and applies for: a write inside it
+	// that conflicts (the bootstrap's release, the status) replaces kvs
+	// with the server's copy, maybe of a newer spec.
+	applied := kvs.Generation
 	plan := planSchedule(kvs, backups, c.now().Time)
 	// Status is computed from what the apply calls returned, not from the
 	// informers, which may not have seen those writes yet; an apply skipped
@@ -78,7 +82,6 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
 	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
 	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
-	applied := kvs.Generation
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		if k.Generation != applied {
 			// The spec changed since the apply (a conflict brought the new

@@ -309,6 +309,42 @@ func TestScheduleDoesNotPruneByAPlanAConflictOutdated(t *testing.T) {
 	}
 }
 
+// The same when the conflict comes earlier in the pass, at the bootstrap's
+// release: the plan is the generation the pass began with, not the one the
+// conflict brought in (a store just paused got the due slot's backup).
+func TestScheduleDoesNotRunAPlanAnEarlierConflictOutdated(t *testing.T) {
+	f, kvs := bootstrapReady(t, withSchedule("0 * * * *", 7))
+	_, err := f.sync(f.stored(kvs)) // the held bootstrap Job, the 12:00 slot's backup
+	require.NoError(t, err)
+	taken := f.backup(scheduledBackupName(kvs, testNow))
+	taken.Status.Phase = v1alpha1.BackupPhaseCompleted // as if taken (none waits, or the next slot would not be)
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").UpdateStatus(context.Background(), taken, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	paused := f.stored(kvs)
+	paused.Generation++
+	paused.Spec.Paused = true
+	paused.ResourceVersion = "99"
+	conflicted := false
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
+	})
+	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
+		return true, paused.DeepCopy(), nil
+	})
+	f.now = f.now.Add(time.Hour) // the next slot is due in this pass
+	_, _ = f.sync(f.stored(kvs))
+	require.True(t, conflicted)
+	_, own := f.writes()
+	for _, w := range own {
+		assert.NotContains(t, w, "create keyvaluestorebackups")
+	}
+}
+
 // Scheduled backups of an earlier store of the same name are not pruned by
 // the new one (they may be what the user restores from).
 func TestScheduleLeavesAnEarlierStoresBackups(t *testing.T) {

@@ -51,6 +51,7 @@ const (
 	maxSelectorLength = 4096
 )
 
+// countReady is 1 if conditions hold Ready (which the server derives), else 0.
 func countReady(conditions []metav1.Condition) int {
 	if meta.FindStatusCondition(conditions, kvstore.ConditionReady) != nil {
 		return 1
