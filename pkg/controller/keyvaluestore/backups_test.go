@@ -51,21 +51,14 @@ func TestMayRun(t *testing.T) {
 // collector removes it later, or never with --cascade=orphan), and the next
 // backup started beside it (found by review).
 func TestBackupWaitsForTheJobOfADeletedBackup(t *testing.T) {
-	kvs := newStore(withBackup)
-	first := newBackup("first", v1alpha1.BackupReasonManual)
-	second := newBackup("second", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
-		b.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
-	})
-	f := newFixture(t, kvs, first, second)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
+	f, kvs := twoManualBackupsSynced(t)
 	require.Equal(t, "first-1", f.backup("first").Status.JobName)
 	f.refreshCache("ns")
 	deleted := f.backup("first")
 	require.NoError(t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), "first", metav1.DeleteOptions{}))
 	require.NoError(t, f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Delete(deleted))
 
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.NotContains(t, kube, "apply jobs second-1", "first-1 still runs")
@@ -80,9 +73,9 @@ func TestBackupWaitsForTheJobOfADeletedBackup(t *testing.T) {
 	assert.Contains(t, kube, "apply jobs second-1", "it starts once that Job finished")
 }
 
-// A Manual backup goes Pending → Running → Completed with one Job, and a
-// second backup of the same store waits for it.
-func TestBackupRunsOneJobAtATime(t *testing.T) {
+// twoManualBackupsSynced is a store with two Manual backups, "first" and
+// "second", after one sync.
+func twoManualBackupsSynced(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
 	kvs := newStore(withBackup)
 	first := newBackup("first", v1alpha1.BackupReasonManual)
 	second := newBackup("second", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) {
@@ -91,6 +84,13 @@ func TestBackupRunsOneJobAtATime(t *testing.T) {
 	f := newFixture(t, kvs, first, second)
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
+	return f, kvs
+}
+
+// A Manual backup goes Pending → Running → Completed with one Job, and a
+// second backup of the same store waits for it.
+func TestBackupRunsOneJobAtATime(t *testing.T) {
+	f, kvs := twoManualBackupsSynced(t)
 	kube, own := f.writes()
 	assert.Contains(t, kube, "apply jobs first-1")
 	assert.NotContains(t, kube, "apply jobs second-1", "one backup Job per store at a time")
@@ -102,7 +102,7 @@ func TestBackupRunsOneJobAtATime(t *testing.T) {
 
 	// Running: nothing new.
 	f.refreshCache("ns")
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ = f.writes()
 	assert.NotContains(t, strings.Join(kube, " "), "apply jobs")

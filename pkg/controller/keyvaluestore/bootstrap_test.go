@@ -290,12 +290,9 @@ func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 // Teardown stops a bootstrap that still runs before anything else.
 func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	f, kvs := bootstrapRunning(t)
-	gone := f.stored(kvs)
-	deleting(gone)
-	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.deleteStore(kvs)
 	f.refreshCache("ns")
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
@@ -310,10 +307,7 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 // restored from is left as it was.
 func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 	f, kvs := bootstrapRunning(t, withBackup)
-	gone := f.stored(kvs)
-	deleting(gone)
-	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.deleteStore(kvs)
 	f.refreshCache("ns")
 	stopped, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), bootstrapJobName(kvs, 1), metav1.GetOptions{})
 	require.NoError(t, err)
@@ -321,19 +315,12 @@ func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	// Gone with its Pods (the fake server deleted it at once).
 	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(stopped))
-	var writes []string
-	for range 4 {
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-		kube, own := f.writes()
-		writes = append(append(writes, kube...), own...)
-	}
-	for _, w := range writes {
+	kube, own := f.passes(kvs, 4)
+	for _, w := range append(kube, own...) {
 		assert.NotContains(t, w, "-final-", "no Final backup of a partial restore")
 	}
 	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
-	require.NotNil(t, cond, "%v %v", writes, f.stored(kvs).Status.Conditions)
+	require.NotNil(t, cond, "%v", f.stored(kvs).Status.Conditions)
 	assert.Equal(t, ReasonBootstrapUnfinished, cond.Reason)
 	assert.Contains(t, cond.Message, "bootstrap")
 }
@@ -346,20 +333,10 @@ func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 func TestTeardownBacksUpABootstrapThatCompletedUnrecorded(t *testing.T) {
 	f, kvs := bootstrapRunning(t, withBackup)
 	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
-	gone := f.stored(kvs)
-	deleting(gone)
-	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	gone := f.deleteStore(kvs)
 	require.Equal(t, ReasonBootstrapRunning, meta.FindStatusCondition(gone.Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
-	var writes []string
-	for range 4 {
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-		_, own := f.writes()
-		writes = append(writes, own...)
-	}
-	assert.Contains(t, writes, "create keyvaluestorebackups "+finalBackupName(kvs))
+	_, own := f.passes(kvs, 4)
+	assert.Contains(t, own, "create keyvaluestorebackups "+finalBackupName(kvs))
 	if cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded); cond != nil {
 		assert.NotEqual(t, ReasonBootstrapUnfinished, cond.Reason)
 	}

@@ -138,6 +138,17 @@ func (f *fixture) refreshCache(ns string) {
 	}
 }
 
+// deleteStore marks the store deleted on the fake server, as
+// kube-apiserver does for an object with finalizers, and returns it.
+func (f *fixture) deleteStore(kvs *v1alpha1.KeyValueStore) *v1alpha1.KeyValueStore {
+	f.t.Helper()
+	gone := f.stored(kvs)
+	deleting(gone)
+	gone, err := f.kvs.KvstoreV1alpha1().KeyValueStores(gone.Namespace).Update(context.Background(), gone, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	return gone
+}
+
 // sync runs one reconcile of the store and returns its result.
 func (f *fixture) sync(kvs *v1alpha1.KeyValueStore) (result, error) {
 	f.t.Helper()
@@ -146,6 +157,20 @@ func (f *fixture) sync(kvs *v1alpha1.KeyValueStore) (result, error) {
 	res, err := f.c.sync(context.Background(), kvs.Namespace+"/"+kvs.Name)
 	recordRequests(f.t.Name(), f.kube.Actions())
 	return res, err
+}
+
+// passes runs n reconciles of the store, each on a refreshed cache, and
+// returns every write they sent (as writes does).
+func (f *fixture) passes(kvs *v1alpha1.KeyValueStore, n int) (kube, own []string) {
+	f.t.Helper()
+	for range n {
+		f.refreshCache(kvs.Namespace)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(f.t, err)
+		k, o := f.writes()
+		kube, own = append(kube, k...), append(own, o...)
+	}
+	return kube, own
 }
 
 // action is a write, as "verb resource[/subresource] name".
@@ -527,10 +552,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	f.cache(dataPod)
 	f.cache(claim)
 
-	gone := f.stored(kvs)
-	deleting(gone)
-	_, err = f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), gone, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	f.deleteStore(kvs)
 	step := func() ([]string, string) {
 		t.Helper()
 		f.refreshCache("ns")

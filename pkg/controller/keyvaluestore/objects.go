@@ -394,25 +394,28 @@ func takePinnedImage(live, desired *corev1ac.ContainerApplyConfiguration) {
 // acProxyContainer is the proxy container of a Deployment apply
 // configuration (nil if none).
 func acProxyContainer(d *appsv1ac.DeploymentApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
-	if d == nil || d.Spec == nil || d.Spec.Template == nil || d.Spec.Template.Spec == nil {
+	if d == nil || d.Spec == nil {
 		return nil
 	}
-	cs := d.Spec.Template.Spec.Containers
-	i := slices.IndexFunc(cs, func(c corev1ac.ContainerApplyConfiguration) bool { return ptr.Deref(c.Name, "") == proxyContainerName })
-	if i < 0 {
-		return nil
-	}
-	return &cs[i]
+	return acContainer(d.Spec.Template, proxyContainerName)
 }
 
 // acDataContainer is the data container of a StatefulSet apply
 // configuration (nil if none).
 func acDataContainer(sts *appsv1ac.StatefulSetApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
-	if sts == nil || sts.Spec == nil || sts.Spec.Template == nil || sts.Spec.Template.Spec == nil {
+	if sts == nil || sts.Spec == nil {
 		return nil
 	}
-	cs := sts.Spec.Template.Spec.Containers
-	i := slices.IndexFunc(cs, func(c corev1ac.ContainerApplyConfiguration) bool { return ptr.Deref(c.Name, "") == dataContainerName })
+	return acContainer(sts.Spec.Template, dataContainerName)
+}
+
+// acContainer is the named container of a Pod template (nil if none).
+func acContainer(t *corev1ac.PodTemplateSpecApplyConfiguration, name string) *corev1ac.ContainerApplyConfiguration {
+	if t == nil || t.Spec == nil {
+		return nil
+	}
+	cs := t.Spec.Containers
+	i := slices.IndexFunc(cs, func(c corev1ac.ContainerApplyConfiguration) bool { return ptr.Deref(c.Name, "") == name })
 	if i < 0 {
 		return nil
 	}

@@ -41,6 +41,38 @@ func scheduledBackup(kvs *v1alpha1.KeyValueStore, slot time.Time, phase v1alpha1
 	})
 }
 
+// completedHourly are n Completed scheduled backups of kvs, one per hour
+// before testNow.
+func completedHourly(kvs *v1alpha1.KeyValueStore, n int) []runtime.Object {
+	var objs []runtime.Object
+	for h := 1; h <= n; h++ {
+		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
+	}
+	return objs
+}
+
+// serverHas makes the fake server answer every GET of a store with kvs (its
+// status writes would otherwise put the cached spec back into its store).
+func (f *fixture) serverHas(kvs *v1alpha1.KeyValueStore) {
+	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
+		return true, kvs.DeepCopy(), nil
+	})
+}
+
+// statusWritesConflict makes every status write of kvs conflict, as when
+// someone else wrote the store first; it counts them.
+func (f *fixture) statusWritesConflict(kvs *v1alpha1.KeyValueStore) *int {
+	n := new(int)
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		*n++
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
+	})
+	return n
+}
+
 func TestDueSlot(t *testing.T) {
 	hourly, err := validation.ParseSchedule("0 * * * *", nil)
 	require.NoError(t, err)
@@ -131,10 +163,7 @@ func TestSchedulePausedOrDeleting(t *testing.T) {
 // ones beyond three); Manual and Final backups are never pruned.
 func TestSchedulePrunesBeyondKeep(t *testing.T) {
 	kvs := newStore(withSchedule("0 * * * *", 2))
-	var objs []runtime.Object
-	for h := 1; h <= 4; h++ {
-		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
-	}
+	objs := completedHourly(kvs, 4)
 	manual := newBackup("manual", v1alpha1.BackupReasonManual, func(b *v1alpha1.KeyValueStoreBackup) { b.Status.Phase = v1alpha1.BackupPhaseCompleted })
 	final := newBackup("final", v1alpha1.BackupReasonFinal, func(b *v1alpha1.KeyValueStoreBackup) { b.Status.Phase = v1alpha1.BackupPhaseCompleted })
 	f := newFixture(t, kvs, append(objs, manual, final)...)
@@ -257,18 +286,13 @@ func TestScheduleThatNeverComesIsReported(t *testing.T) {
 // lose the backups the new value keeps.
 func TestSchedulePrunesOnlyWithTheServersKeep(t *testing.T) {
 	kvs := newStore(withSchedule("0 * * * *", 1))
-	var objs []runtime.Object
-	for h := 1; h <= 4; h++ {
-		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
-	}
+	objs := completedHourly(kvs, 4)
 	f := newFixture(t, kvs, objs...)
 	raised := kvs.DeepCopy()
 	raised.Spec.Backup.Keep = ptr.To[int32](5)
 	// The server's answer (the fake's status updates would put the cached
 	// spec back into its store).
-	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
-		return true, raised.DeepCopy(), nil
-	})
+	f.serverHas(raised)
 	_, err := f.sync(kvs) // the cache still says keep 1
 	require.NoError(t, err)
 	_, own := f.writes()
@@ -283,24 +307,14 @@ func TestSchedulePrunesOnlyWithTheServersKeep(t *testing.T) {
 // brought in, both 5, and deleted three backups kept at 5; found by review).
 func TestScheduleDoesNotPruneByAPlanAConflictOutdated(t *testing.T) {
 	kvs := newStore(withSchedule("0 * * * *", 1))
-	var objs []runtime.Object
-	for h := 1; h <= 4; h++ {
-		objs = append(objs, scheduledBackup(kvs, testNow.Add(-time.Duration(h)*time.Hour), v1alpha1.BackupPhaseCompleted))
-	}
+	objs := completedHourly(kvs, 4)
 	f := newFixture(t, kvs, objs...)
 	raised := kvs.DeepCopy()
 	raised.Generation++
 	raised.Spec.Backup.Keep = ptr.To[int32](5)
 	raised.ResourceVersion = "2"
-	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
-	})
-	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
-		return true, raised.DeepCopy(), nil
-	})
+	f.statusWritesConflict(kvs)
+	f.serverHas(raised)
 	_, _ = f.sync(kvs) // the cache still says keep 1; the status write conflicts
 	_, own := f.writes()
 	for _, w := range own {
@@ -325,20 +339,11 @@ func TestScheduleDoesNotRunAPlanAnEarlierConflictOutdated(t *testing.T) {
 	paused.Generation++
 	paused.Spec.Paused = true
 	paused.ResourceVersion = "99"
-	conflicted := false
-	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" || conflicted {
-			return false, nil, nil
-		}
-		conflicted = true
-		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
-	})
-	f.kvs.PrependReactor("get", "keyvaluestores", func(core.Action) (bool, runtime.Object, error) {
-		return true, paused.DeepCopy(), nil
-	})
+	conflicted := f.statusWritesConflict(kvs)
+	f.serverHas(paused)
 	f.now = f.now.Add(time.Hour) // the next slot is due in this pass
 	_, _ = f.sync(f.stored(kvs))
-	require.True(t, conflicted)
+	require.Positive(t, *conflicted)
 	_, own := f.writes()
 	for _, w := range own {
 		assert.NotContains(t, w, "create keyvaluestorebackups")
