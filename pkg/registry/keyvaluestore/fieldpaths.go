@@ -21,8 +21,7 @@ var v1beta1Paths = []struct{ internal, external string }{
 
 // inRequestVersion rewrites errs for the version the request came in on.
 func inRequestVersion(ctx context.Context, errs field.ErrorList) field.ErrorList {
-	info, ok := genericapirequest.RequestInfoFrom(ctx)
-	if !ok || info.APIVersion != v1beta1.SchemeGroupVersion.Version || len(errs) == 0 {
+	if !inV1beta1(ctx) || len(errs) == 0 {
 		return errs
 	}
 	for _, err := range errs {
@@ -34,4 +33,10 @@ func inRequestVersion(ctx context.Context, errs field.ErrorList) field.ErrorList
 		}
 	}
 	return errs
+}
+
+// inV1beta1 says the request came in on v1beta1.
+func inV1beta1(ctx context.Context) bool {
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	return ok && info.APIVersion == v1beta1.SchemeGroupVersion.Version
 }

@@ -191,7 +191,7 @@ func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 // PrepareForUpdate keeps everything but status from the stored object, so a
 // controller's stale copy can never roll back a user's spec or metadata.
-func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+func (StatusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newKVS := obj.(*kvstore.KeyValueStore)
 	oldKVS := old.(*kvstore.KeyValueStore)
 	newKVS.Spec = oldKVS.Spec
@@ -199,6 +199,11 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	newKVS.Annotations = oldKVS.Annotations
 	newKVS.Finalizers = oldKVS.Finalizers
 	newKVS.OwnerReferences = oldKVS.OwnerReferences
+	if inV1beta1(ctx) {
+		// v1beta1 does not offer currentImage: its carry annotation is the
+		// server's, and a v1beta1 writer leaving it out must not erase it.
+		newKVS.Status.CurrentImage = oldKVS.Status.CurrentImage
+	}
 	setReadyCondition(&newKVS.Status, oldKVS.Status.Conditions)
 }
 

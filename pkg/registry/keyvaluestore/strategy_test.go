@@ -284,6 +284,24 @@ func TestStatusStrategyPrepareForUpdate(t *testing.T) {
 	assert.Equal(t, int64(2), newObj.Generation, "a status write never bumps generation")
 }
 
+// v1beta1 has no status.currentImage: it carries it in an annotation the
+// server owns. A status write through v1beta1 without it (or with another
+// value) erased or set it, and with it the controller's "was Ready once"
+// (an image change of a Ready store then read Creating, not Upgrading;
+// found by hand with kubectl). Only a v1alpha1 writer sets it.
+func TestStatusWriteThroughV1beta1KeepsCurrentImage(t *testing.T) {
+	for version, want := range map[string]string{"v1beta1": "redis:7.4", "v1alpha1": ""} {
+		oldObj := storedKVS()
+		oldObj.Status.CurrentImage = "redis:7.4"
+		newObj := oldObj.DeepCopy()
+		newObj.Status.CurrentImage = "" // the annotation left out of the request
+		ctx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{
+			IsResourceRequest: true, APIGroup: kvstore.GroupName, APIVersion: version, Resource: "keyvaluestores", Subresource: "status", Verb: "update"})
+		NewStatusStrategy(testStrategy()).PrepareForUpdate(ctx, newObj, oldObj)
+		assert.Equal(t, want, newObj.Status.CurrentImage, version)
+	}
+}
+
 func TestStatusStrategyValidateAndWarnings(t *testing.T) {
 	s := NewStatusStrategy(testStrategy())
 	ctx := context.Background()
