@@ -84,7 +84,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	c := &Controller{
 		kube:       kube,
 		kvs:        kvs,
-		recorder:   recorder,
+		recorder:   preferredVersionRecorder{recorder},
 		stores:     kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
 		backups:    kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
 		pods:       kubeInformers.Core().V1().Pods().Informer().GetIndexer(),

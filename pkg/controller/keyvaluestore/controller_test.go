@@ -1260,3 +1260,41 @@ func TestRunStoppedBeforeTheCachesSyncedIsNoFailure(t *testing.T) {
 	cancel()
 	assert.NoError(t, f.c.Run(ctx, 1))
 }
+
+// involvedRecorder keeps the object each event was recorded against.
+type involvedRecorder struct{ objects []runtime.Object }
+
+func (r *involvedRecorder) Event(obj runtime.Object, _, _, _ string) {
+	r.objects = append(r.objects, obj)
+}
+func (r *involvedRecorder) Eventf(obj runtime.Object, _, _, _ string, _ ...interface{}) {
+	r.objects = append(r.objects, obj)
+}
+func (r *involvedRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, _, _, _ string, _ ...interface{}) {
+	r.objects = append(r.objects, obj)
+}
+
+// Events name a store in the group's preferred version, as its objects'
+// ownerReferences do: `kubectl events --for kvs/NAME` asks for that
+// version, and found none while they named v1alpha1, the version the
+// controller reads (found by hand with kubectl).
+func TestEventsNameTheStoreInThePreferredVersion(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	rec := &involvedRecorder{}
+	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), rec)
+	require.NoError(t, err)
+	c.now = f.c.now
+	f.c = c
+	_, err = f.sync(kvs)
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.objects)
+	for _, o := range rec.objects {
+		ref, ok := o.(*corev1.ObjectReference)
+		require.True(t, ok, "%T", o)
+		assert.Equal(t, "kvstore.io/v1beta1", ref.APIVersion)
+		assert.Equal(t, "KeyValueStore", ref.Kind)
+		assert.Equal(t, kvs.UID, ref.UID)
+		assert.Equal(t, kvs.Name, ref.Name)
+	}
+}
