@@ -80,10 +80,7 @@ func CheckIn(contentType string, body []byte, version string) *field.Error {
 	unnamed := sizePathIn(version)
 	mediaType := runtime.ContentTypeJSON // what the server assumes when none is given
 	if contentType != "" {
-		var err error
-		if mediaType, _, err = mime.ParseMediaType(contentType); err != nil {
-			return nil
-		}
+		mediaType = mediaTypeOf(contentType)
 	}
 	switch mediaType {
 	case runtime.ContentTypeJSON, string(types.MergePatchType), string(types.StrategicMergePatchType):
@@ -114,6 +111,19 @@ func CheckIn(contentType string, body []byte, version string) *field.Error {
 		return checkProtobuf(body, unnamed)
 	}
 	return nil
+}
+
+// mediaTypeOf is the media type the server reads contentType as. Where its
+// parameters do not parse, that is the text before the first ";", as the
+// PATCH handler takes it (create and update refuse such a header with 415).
+func mediaTypeOf(contentType string) string {
+	if mediaType, _, err := mime.ParseMediaType(contentType); err == nil {
+		return mediaType
+	}
+	if i := strings.Index(contentType, ";"); i > 0 {
+		return contentType[:i]
+	}
+	return contentType
 }
 
 // checkJSONPaths checks every quantity path of a JSON document.
