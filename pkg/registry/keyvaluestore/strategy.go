@@ -5,8 +5,10 @@ package keyvaluestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,6 +74,7 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newKVS := obj.(*kvstore.KeyValueStore)
 	oldKVS := old.(*kvstore.KeyValueStore)
 	newKVS.Status = oldKVS.Status
+	keepStoredCommandBytes(&newKVS.Spec, &oldKVS.Spec)
 	if specChanged(newKVS.Spec, oldKVS.Spec) {
 		newKVS.Generation = oldKVS.Generation + 1
 	}
@@ -80,6 +83,42 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if oldKVS.DeletionTimestamp == nil {
 		ensureTeardownFinalizer(newKVS)
 	}
+}
+
+// keepStoredCommandBytes puts the stored bytes of the bootstrap and backup
+// commands back where the request carries them as JSON re-encoded them: a
+// merge or JSON patch is applied to the stored object as JSON, which turns
+// bytes that are not UTF-8 (accepted before the UTF-8 rule) into U+FFFD.
+// Unchanged, they pass the immutability and ratchet checks and bump no
+// generation.
+func keepStoredCommandBytes(newSpec, oldSpec *kvstore.KeyValueStoreSpec) {
+	if newSpec.Bootstrap != nil && oldSpec.Bootstrap != nil {
+		keepStoredBytes(newSpec.Bootstrap.Command, oldSpec.Bootstrap.Command)
+	}
+	if newSpec.Backup != nil && oldSpec.Backup != nil {
+		keepStoredBytes(newSpec.Backup.Command, oldSpec.Backup.Command)
+	}
+}
+
+// keepStoredBytes sets each entry of cmd that is its stored counterpart
+// through JSON back to the stored one; only when the lists align.
+func keepStoredBytes(cmd, stored []string) {
+	if len(cmd) != len(stored) {
+		return
+	}
+	for i := range cmd {
+		if cmd[i] != stored[i] && !utf8.ValidString(stored[i]) && cmd[i] == throughJSON(stored[i]) {
+			cmd[i] = stored[i]
+		}
+	}
+}
+
+// throughJSON is s as encoding/json writes and reads it back.
+func throughJSON(s string) string {
+	data, _ := json.Marshal(s)
+	var out string
+	_ = json.Unmarshal(data, &out)
+	return out
 }
 
 // specChanged compares specs as apiequality.Semantic does, but the storage

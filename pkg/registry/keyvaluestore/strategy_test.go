@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -300,6 +301,31 @@ func TestStatusWriteThroughV1beta1KeepsCurrentImage(t *testing.T) {
 		NewStatusStrategy(testStrategy()).PrepareForUpdate(ctx, newObj, oldObj)
 		assert.Equal(t, want, newObj.Status.CurrentImage, version)
 	}
+}
+
+// A merge or JSON patch is applied to the stored object encoded as JSON,
+// which turns bytes that are not UTF-8 into U+FFFD. Commands stored before
+// the UTF-8 rule may hold such bytes: the teardown's patch releasing the
+// finalizer was refused for ever ("spec.bootstrap: field is immutable"),
+// and a label patch silently changed a backup command and bumped the
+// generation (found by review). The stored bytes stay.
+func TestPatchThroughJSONKeepsStoredCommandBytes(t *testing.T) {
+	oldObj := storedKVS()
+	oldObj.Spec.Bootstrap = &kvstore.BootstrapSpec{Image: "restore:1", Command: []string{"/restore", "\xff\xfe"}}
+	oldObj.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Command: []string{"/backup", "a\xffb"}}
+	data, err := json.Marshal(oldObj)
+	require.NoError(t, err)
+	patched := &kvstore.KeyValueStore{}
+	require.NoError(t, json.Unmarshal(data, patched))
+	require.NotEqual(t, oldObj.Spec.Backup.Command, patched.Spec.Backup.Command, "JSON replaced the bytes")
+	patched.Labels = map[string]string{"team": "other"}
+
+	s := testStrategy()
+	s.PrepareForUpdate(context.Background(), patched, oldObj)
+	assert.Empty(t, s.ValidateUpdate(context.Background(), patched, oldObj))
+	assert.Equal(t, oldObj.Generation, patched.Generation, "no spec change")
+	assert.Equal(t, oldObj.Spec.Backup.Command, patched.Spec.Backup.Command)
+	assert.Equal(t, oldObj.Spec.Bootstrap.Command, patched.Spec.Bootstrap.Command)
 }
 
 func TestStatusStrategyValidateAndWarnings(t *testing.T) {
