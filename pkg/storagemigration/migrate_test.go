@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
@@ -138,4 +139,29 @@ func TestRunRefusesAnUnknownResourceFirst(t *testing.T) {
 		DefaultResources[0], v1beta1.SchemeGroupVersion.WithResource("keyvaluestores.kvstore.io")}})
 	require.ErrorContains(t, err, "cannot migrate")
 	assert.Zero(t, writes)
+}
+
+// A store whose size was stored before the size guard cannot be written
+// back whole (the guard refuses its size, and storage is immutable): it is
+// rewritten through /status, which carries no size, with the same
+// resourceVersion precondition. It was counted as failed on every run
+// (found by review), and a rollback could not move it back.
+func TestRunRewritesAStoreWithAPreGuardSizeThroughStatus(t *testing.T) {
+	gr := DefaultResources[0].GroupResource()
+	client := newClient(func(obj *v1beta1.KeyValueStore) (runtime.Object, error) {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: "KeyValueStore"}, obj.Name,
+			field.ErrorList{field.TooLong(field.NewPath("spec", "storage", "capacity"), "", 64)})
+	}, store("old", "7"))
+	var patches []string
+	client.PrependReactor("patch", "keyvaluestores", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		p := action.(clienttesting.PatchAction)
+		patches = append(patches, p.GetSubresource()+" "+string(p.GetPatchType())+" "+string(p.GetPatch()))
+		out := store("old", "8")
+		return true, out, nil
+	})
+	results, err := Run(context.Background(), client, Options{Resources: DefaultResources[:1]})
+	require.NoError(t, err)
+	assert.Equal(t, 1, results[0].Rewritten)
+	require.Len(t, patches, 1)
+	assert.Equal(t, `status application/json-patch+json [{"op":"replace","path":"/metadata/resourceVersion","value":"7"}]`, patches[0])
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
 	kvstorev1alpha1client "github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned/typed/kvstore/v1alpha1"
 )
 
@@ -154,7 +153,7 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		next := kvs.DeepCopy()
 		next.Status = st
 		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
-		if storedSizeRefused(err) {
+		if validation.IsStoredSizeRefusal(err) {
 			updated, err = patchStatus(ctx, client, next)
 		}
 		if apierrors.IsConflict(err) {
@@ -175,19 +174,6 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		}
 		*kvs = *updated
 		return nil
-	})
-}
-
-// storedSizeRefused: the server refused the whole object for its size
-// before decoding it. Only a size stored before that guard existed gets
-// there, sent back unchanged (the controller never writes spec).
-func storedSizeRefused(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool {
-		return strings.HasPrefix(c.Field, "spec.storage.")
 	})
 }
 

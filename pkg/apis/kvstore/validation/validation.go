@@ -3,6 +3,7 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -394,4 +396,19 @@ func ValidateKeyValueStoreStatus(status *kvstore.KeyValueStoreStatus, fldPath *f
 		allErrs = append(allErrs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
 	}
 	return allErrs
+}
+
+// IsStoredSizeRefusal says err is the server refusing a whole KeyValueStore
+// for its spec.storage size (422 naming spec.storage.*). A writer that sends
+// the stored spec back unchanged gets it only for a size stored before the
+// size guard existed; such a store is written through /status, which
+// carries no size.
+func IsStoredSizeRefusal(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool {
+		return strings.HasPrefix(c.Field, "spec.storage.")
+	})
 }
