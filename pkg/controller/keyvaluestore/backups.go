@@ -241,13 +241,19 @@ func (c *Controller) otherBackupJobRunning(kvs *v1alpha1.KeyValueStore, b *v1alp
 	return nil, nil
 }
 
-// mayRun: the Job has not finished and may still start or run Pods. One
+// mayRun: the Job has not finished and runs Pods, or may start them. One
 // suspended (by a queueing admission controller, say) or being deleted
-// would hold every later backup of the store, the Final one too, for as
-// long as it stays so: its Pods, if any, are on their way out.
+// holds the next backup back only while Pods of it still run or terminate:
+// otherwise it would hold every later backup of the store, the Final one
+// too, for as long as it stays so.
 func mayRun(j *batchv1.Job) bool {
-	return !jobCondition(j, batchv1.JobComplete) && !jobCondition(j, batchv1.JobFailed) &&
-		!ptr.Deref(j.Spec.Suspend, false) && j.DeletionTimestamp == nil
+	if jobCondition(j, batchv1.JobComplete) || jobCondition(j, batchv1.JobFailed) {
+		return false
+	}
+	if j.Status.Active > 0 || ptr.Deref(j.Status.Terminating, 0) > 0 {
+		return true
+	}
+	return !ptr.Deref(j.Spec.Suspend, false) && j.DeletionTimestamp == nil
 }
 
 // backupJobOf is the Job of the backup's attempt (nil if it does not

@@ -44,6 +44,13 @@ func TestMayRun(t *testing.T) {
 	for _, j := range []*batchv1.Job{finished, suspended, deleting} {
 		assert.False(t, mayRun(j))
 	}
+	// Until their Pods are gone.
+	draining := suspended.DeepCopy()
+	draining.Status.Terminating = ptr.To[int32](1)
+	stillRunning := deleting.DeepCopy()
+	stillRunning.Status.Active = 1
+	assert.True(t, mayRun(draining))
+	assert.True(t, mayRun(stillRunning))
 }
 
 // One Job at a time holds by the Jobs, not only by the backup records: a

@@ -7,8 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
-	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -100,17 +100,20 @@ func keepStoredCommandBytes(newSpec, oldSpec *kvstore.KeyValueStoreSpec) {
 	}
 }
 
-// keepStoredBytes sets each entry of cmd that is its stored counterpart
-// through JSON back to the stored one; only when the lists align.
+// keepStoredBytes sets cmd back to stored when every entry is its stored
+// counterpart, as is or through JSON. All or nothing: restoring some
+// entries of an edited command would refuse the edit for bytes the user
+// never sent (a command that changes must be UTF-8).
 func keepStoredBytes(cmd, stored []string) {
-	if len(cmd) != len(stored) {
+	if len(cmd) != len(stored) || slices.Equal(cmd, stored) {
 		return
 	}
 	for i := range cmd {
-		if cmd[i] != stored[i] && !utf8.ValidString(stored[i]) && cmd[i] == throughJSON(stored[i]) {
-			cmd[i] = stored[i]
+		if cmd[i] != stored[i] && cmd[i] != throughJSON(stored[i]) {
+			return
 		}
 	}
+	copy(cmd, stored)
 }
 
 // throughJSON is s as encoding/json writes and reads it back.

@@ -326,6 +326,15 @@ func TestPatchThroughJSONKeepsStoredCommandBytes(t *testing.T) {
 	assert.Equal(t, oldObj.Generation, patched.Generation, "no spec change")
 	assert.Equal(t, oldObj.Spec.Backup.Command, patched.Spec.Backup.Command)
 	assert.Equal(t, oldObj.Spec.Bootstrap.Command, patched.Spec.Bootstrap.Command)
+
+	// An edit of another entry keeps what the user sent, U+FFFD included:
+	// restoring the old bytes would refuse it for bytes never sent.
+	edited := patched.DeepCopy()
+	require.NoError(t, json.Unmarshal(data, edited))
+	edited.Spec.Backup.Command[0] = "/backup2"
+	s.PrepareForUpdate(context.Background(), edited, oldObj)
+	assert.Empty(t, s.ValidateUpdate(context.Background(), edited, oldObj))
+	assert.Equal(t, []string{"/backup2", "a\uFFFDb"}, edited.Spec.Backup.Command)
 }
 
 func TestStatusStrategyValidateAndWarnings(t *testing.T) {
