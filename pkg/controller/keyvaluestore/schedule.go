@@ -83,10 +83,8 @@ type scheduling struct {
 	next time.Time
 	// due is a slot whose backup is to be created now (zero if none).
 	due time.Time
-	// prune are scheduled backups beyond what is kept; keep is the
-	// spec.backup.keep they were chosen by.
+	// prune are scheduled backups beyond what is kept.
 	prune []*v1alpha1.KeyValueStoreBackup
-	keep  int
 	// scheduled are this store's scheduled backups, newest slot first.
 	scheduled []*v1alpha1.KeyValueStoreBackup
 	err       error
@@ -128,7 +126,6 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 		next:      next,
 		due:       due,
 		prune:     toPrune(scheduled, keepOf(b)),
-		keep:      keepOf(b),
 		scheduled: scheduled,
 	}
 }
@@ -176,7 +173,7 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		}
 	}
 	if len(plan.prune) > 0 {
-		pruned, err := c.pruneScheduled(ctx, kvs, plan)
+		pruned, err := c.pruneScheduled(ctx, kvs, plan.prune)
 		if err != nil {
 			return result{}, err
 		}
@@ -197,16 +194,17 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 
 // pruneScheduled deletes the scheduled backups beyond retention, each with
 // a UID precondition; pruned is false, and nothing is deleted, when a fresh
-// read of the store shows another keep than the plan was made with.
-func (c *Controller) pruneScheduled(ctx context.Context, kvs *v1alpha1.KeyValueStore, plan scheduling) (pruned bool, err error) {
-	if current, err := c.retentionUnchanged(ctx, kvs, plan.keep); err != nil || !current {
+// read of the store shows a keep the cache has not seen yet. (kvs is the
+// spec the plan was made for: syncStore runs the schedule only then.)
+func (c *Controller) pruneScheduled(ctx context.Context, kvs *v1alpha1.KeyValueStore, prune []*v1alpha1.KeyValueStoreBackup) (pruned bool, err error) {
+	if current, err := c.retentionUnchanged(ctx, kvs); err != nil || !current {
 		return false, err
 	}
 	restoring, err := c.backupsBeingRestored(ctx, kvs.Namespace)
 	if err != nil {
 		return false, err
 	}
-	for _, b := range plan.prune {
+	for _, b := range prune {
 		if restoring[b.Name] {
 			continue // a store restores from it; a later slot's pruning takes it
 		}
@@ -239,10 +237,9 @@ func (c *Controller) backupsBeingRestored(ctx context.Context, namespace string)
 }
 
 // retentionUnchanged re-reads the store from the server, not the cache,
-// before backups are pruned: only the same store, still keeping the keep
-// the backups to prune were chosen by, loses them. (Not kvs's keep: a
-// conflicting status write replaces kvs with the server's copy.)
-func (c *Controller) retentionUnchanged(ctx context.Context, kvs *v1alpha1.KeyValueStore, keep int) (bool, error) {
+// before backups are pruned: only the same store, still keeping as many
+// backups as the cached copy says, loses them.
+func (c *Controller) retentionUnchanged(ctx context.Context, kvs *v1alpha1.KeyValueStore) (bool, error) {
 	fresh, err := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -250,7 +247,7 @@ func (c *Controller) retentionUnchanged(ctx context.Context, kvs *v1alpha1.KeyVa
 	case err != nil:
 		return false, fmt.Errorf("re-read the store before pruning backups: %w", err)
 	}
-	return fresh.UID == kvs.UID && fresh.Spec.Backup != nil && keepOf(fresh.Spec.Backup) == keep, nil
+	return fresh.UID == kvs.UID && fresh.Spec.Backup != nil && keepOf(fresh.Spec.Backup) == keepOf(kvs.Spec.Backup), nil
 }
 
 // defaultKeep is spec.backup.keep's default in the API (+default=7); the
