@@ -360,9 +360,10 @@ func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			switch {
 			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				return result{}, c.failBackup(ctx, b, ReasonNamespaceTerminating, "namespace "+b.Namespace+" is terminating: no backup Pod can start")
-			case exceededQuota(err):
+			case exceededQuota(err) || ownerNotMapped(err):
 				// Quota frees up as other Jobs finish: wait, as kube's own
-				// controllers do for Pods.
+				// controllers do for Pods. An owner version kube-apiserver
+				// cannot map yet is mapped once its APIService exists.
 				return c.jobWaits(ctx, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
 			case isPermanent(err):
 				return c.jobNotCreated(ctx, kvs, b, attempt, ReasonJobRefused, fmt.Sprintf("Job %s refused: %v", name, err))
@@ -415,6 +416,13 @@ func (c *Controller) jobWaits(ctx context.Context, b *v1alpha1.KeyValueStoreBack
 // carries no cause of its own).
 func exceededQuota(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
+// ownerNotMapped: OwnerReferencesPermissionEnforcement refused a blocking
+// owner reference whose version kube-apiserver cannot map (an upgrade before
+// the APIService of that version exists; see preferredVersion).
+func ownerNotMapped(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot find RESTMapping")
 }
 
 // errJobGoing: the Job of the attempt's name is an earlier backup's of the

@@ -439,6 +439,17 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		assertBackupWaits(t, f.backup("b"), res, waitFallback, "exceeded quota") // quota frees up
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
 	})
+	t.Run("its Job names an owner version kube-apiserver cannot map yet", func(t *testing.T) {
+		// OwnerReferencesPermissionEnforcement, during an upgrade before the
+		// APIService of the owner's version exists. Before the fix the
+		// backup failed for good (found by review).
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		f.refuseJobs("cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion kvstore.io/v1beta1 Kind KeyValueStoreBackup: no matches for kind")
+		res, err := f.sync(kvs)
+		require.NoError(t, err)
+		assertBackupWaits(t, f.backup("b"), res, waitFallback, "cannot find RESTMapping")
+	})
 	t.Run("its Job is refused by a policy", func(t *testing.T) {
 		kvs := newStore(withBackup)
 		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual), later())

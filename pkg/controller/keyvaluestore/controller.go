@@ -15,6 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -449,12 +450,35 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		logger.Info("Stopped before the caches synced")
 		return nil
 	}
+	c.followPreferredVersion(ctx)
+	go wait.UntilWithContext(ctx, c.followPreferredVersion, preferredVersionPeriod)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
 	<-ctx.Done()
 	logger.Info("Stopping KeyValueStore controller")
 	return nil
+}
+
+// preferredVersionPeriod is how often discovery is read for the group's
+// preferred version (one GET of kube-apiserver's /apis).
+const preferredVersionPeriod = 30 * time.Second
+
+// followPreferredVersion keeps ownerAPIVersion on the group's preferred
+// version. When it changes, every store is reconciled, which rewrites its
+// objects' references in the new version.
+func (c *Controller) followPreferredVersion(ctx context.Context) {
+	if !refreshOwnerVersion(ctx, c.kube.Discovery()) {
+		return
+	}
+	stores, err := c.stores.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "List stores")
+		return
+	}
+	for _, kvs := range stores {
+		c.enqueue(kvs)
+	}
 }
 
 func (c *Controller) worker(ctx context.Context) {

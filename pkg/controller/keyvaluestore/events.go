@@ -40,6 +40,6 @@ func inPreferredVersion(obj runtime.Object) runtime.Object {
 }
 
 func preferredRef(o metav1.Object, kind string) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: ownerAPIVersion, Kind: kind, Namespace: o.GetNamespace(),
+	return &corev1.ObjectReference{APIVersion: ownerAPIVersion(), Kind: kind, Namespace: o.GetNamespace(),
 		Name: o.GetName(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion()}
 }

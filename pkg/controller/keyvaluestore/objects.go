@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
-	v1beta1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
 )
 
 // Labels on every object the controller makes. Pods and claims inherit them
@@ -76,17 +75,9 @@ func selectorLabels(kvs *v1alpha1.KeyValueStore, component string) map[string]st
 	return map[string]string{LabelInstance: kvs.Name, LabelComponent: component}
 }
 
-// ownerAPIVersion is the apiVersion of the controller's ownerReferences:
-// the group's preferred version (v1beta1's APIService has the higher
-// priority). The garbage collector observes owners in that version and
-// treats a reference naming another as possibly dangling: it reads the
-// owner back through the aggregator for every such dependent and event.
-// Change it with the preferred version.
-var ownerAPIVersion = v1beta1.SchemeGroupVersion.String()
-
 func ownerReference(kvs *v1alpha1.KeyValueStore) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
-		WithAPIVersion(ownerAPIVersion).
+		WithAPIVersion(ownerAPIVersion()).
 		WithKind("KeyValueStore").
 		WithName(kvs.Name).
 		WithUID(kvs.UID).
@@ -274,7 +265,7 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 		WithLabels(labelsFor(kvs, ComponentBackup)).
 		WithAnnotations(map[string]string{attemptAnnotation: strconv.Itoa(attempt), backupAnnotation: b.Name}).
 		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(ownerAPIVersion).
+			WithAPIVersion(ownerAPIVersion()).
 			WithKind("KeyValueStoreBackup").
 			WithName(b.Name).
 			WithUID(b.UID).

@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/install"
@@ -164,6 +167,47 @@ func TestOwnerReferencesNameThePreferredVersion(t *testing.T) {
 	b := newBackup("b", v1alpha1.BackupReasonManual)
 	withBackup(kvs)
 	assert.Equal(t, preferred, *backupJob(kvs, b, 1, 3).OwnerReferences[0].APIVersion)
+}
+
+// During an upgrade, until the APIService of v1beta1 exists, kube-apiserver
+// cannot map kvstore.io/v1beta1: references and events name the version its
+// discovery prefers, and follow it when it changes. Before the fix they
+// named v1beta1 regardless (found by review: every backup started in that
+// window failed where OwnerReferencesPermissionEnforcement is on).
+func TestOwnerVersionFollowsDiscovery(t *testing.T) {
+	t.Cleanup(func() { preferredVersion.Store(ptr.To("kvstore.io/v1beta1")) })
+	kvs := newStore(withBackup)
+	b := newBackup("b", v1alpha1.BackupReasonManual)
+	names := func() []string {
+		return []string{*ownerReference(kvs).APIVersion, *backupJob(kvs, b, 1, 3).OwnerReferences[0].APIVersion,
+			inPreferredVersion(kvs).(*corev1.ObjectReference).APIVersion}
+	}
+	d := &fakediscovery.FakeDiscovery{Fake: &core.Fake{}}
+	serves := func(versions ...string) {
+		d.Resources = nil
+		for _, v := range versions {
+			d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: v})
+		}
+	}
+	ctx := t.Context()
+
+	serves("v1", "kvstore.io/v1alpha1") // upgrade steps 1-2
+	assert.True(t, refreshOwnerVersion(ctx, d))
+	assert.Equal(t, []string{"kvstore.io/v1alpha1", "kvstore.io/v1alpha1", "kvstore.io/v1alpha1"}, names())
+	assert.False(t, refreshOwnerVersion(ctx, d), "no change")
+
+	serves("v1") // the group's APIServices unavailable: keep what is known
+	assert.False(t, refreshOwnerVersion(ctx, d))
+	d.PrependReactor("get", "group", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	assert.False(t, refreshOwnerVersion(ctx, d))
+	assert.Equal(t, "kvstore.io/v1alpha1", ownerAPIVersion())
+
+	d.ReactionChain = nil
+	serves("kvstore.io/v1beta1", "kvstore.io/v1alpha1") // step 3
+	assert.True(t, refreshOwnerVersion(ctx, d))
+	assert.Equal(t, []string{"kvstore.io/v1beta1", "kvstore.io/v1beta1", "kvstore.io/v1beta1"}, names())
 }
 
 // References written by an earlier release name v1alpha1; their objects

@@ -41,8 +41,12 @@ func recordRequests(test string, actions []core.Action) {
 		}
 		record := []rbacRequest{r}
 		if p, ok := a.(core.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
-			// An apply that creates the object is authorized as a create too.
-			record = append(record, rbacRequest{group: r.group, resource: r.resource, verb: "create"})
+			// An apply that creates the object is authorized as a create too;
+			// one that sets or changes an ownerReference (adoption, the
+			// owner's version) needs delete where
+			// OwnerReferencesPermissionEnforcement is on.
+			record = append(record, rbacRequest{group: r.group, resource: r.resource, verb: "create"},
+				rbacRequest{group: r.group, resource: r.resource, verb: "delete"})
 		}
 		for _, r := range record {
 			if _, ok := requestsSent.by[r]; !ok {
