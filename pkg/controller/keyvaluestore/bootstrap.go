@@ -130,6 +130,16 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	if !jobCondition(latest, batchv1.JobFailed) {
 		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))
 		if heldByUs(latest) {
+			// The backup may have gone or been replaced since the Job was
+			// created (a pass, or a pause, ago): judged again before the
+			// Job runs, against the UID it was given.
+			_, reason, msg, err := c.bootstrapSource(ctx, kvs, latest)
+			if err != nil {
+				return bootstrapState{}, err
+			}
+			if reason != "" {
+				return sourceFailed(cond, reason, msg), nil
+			}
 			if err := c.releaseBootstrap(ctx, kvs, latest, running); err != nil {
 				return bootstrapState{}, err
 			}
@@ -260,8 +270,7 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 		return bootstrapState{}, err
 	}
 	if reason != "" {
-		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg+
-			"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}, nil
+		return sourceFailed(cond, reason, msg), nil
 	}
 	name := bootstrapJobName(kvs, attempt)
 	// Attempt 1's Job is created suspended (BootstrapStarting: it cannot
@@ -279,6 +288,12 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 			fmt.Sprintf("bootstrap Job %s created; it starts once this is recorded", name))}, nil
 	}
 	return bootstrapState{condition: cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", name, attempt))}, nil
+}
+
+// sourceFailed: the bootstrap's backup cannot be restored, for good.
+func sourceFailed(cond func(metav1.ConditionStatus, string, string) *metav1.Condition, reason, msg string) bootstrapState {
+	return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg+
+		"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}
 }
 
 // heldByUs: attempt 1's Job as startBootstrap created it, suspended and
@@ -311,9 +326,11 @@ func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValu
 	return nil
 }
 
-// bootstrapSource is the backup a bootstrap restores (nil if none); reason
-// is set when it cannot be restored (missing, not Completed, or not the
-// backup the previous attempt was given).
+// bootstrapSource is the backup a bootstrap restores (nil if none), read
+// from the server (a cache that lags may still hold a backup deleted or
+// replaced): reason is set when it cannot be restored (missing, being
+// deleted, not Completed, or not the backup the previous attempt, or the
+// held attempt 1, was given).
 func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValueStore, previous *batchv1.Job) (*v1alpha1.KeyValueStoreBackup, string, string, error) {
 	name := kvs.Spec.Bootstrap.FromBackup
 	if name == "" {
@@ -326,24 +343,19 @@ func (c *Controller) bootstrapSource(ctx context.Context, kvs *v1alpha1.KeyValue
 		want = previous.Annotations[backupUIDAnnotation]
 	}
 	replaced := func(b *v1alpha1.KeyValueStoreBackup) bool { return want != "" && want != string(b.UID) }
-	restorable := func(b *v1alpha1.KeyValueStoreBackup) bool {
-		return b.Status.Phase == v1alpha1.BackupPhaseCompleted && !replaced(b)
-	}
-	b, err := c.backups.KeyValueStoreBackups(kvs.Namespace).Get(name)
-	if err != nil || !restorable(b) {
-		// The verdict fails the store for good: only the server's word,
-		// not a cache that may lag, can give it.
-		b, err = c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
-	}
+	b, err := c.kvs.KvstoreV1alpha1().KeyValueStoreBackups(kvs.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, ReasonBackupNotFound, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s/%s does not exist", kvs.Namespace, name), nil
 	case err != nil:
 		return nil, "", "", fmt.Errorf("get backup %s: %w", name, err)
+	case b.DeletionTimestamp != nil:
+		// A finalizer may hold it while its data is being removed.
+		return nil, ReasonBackupNotFound, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s/%s is being deleted", kvs.Namespace, name), nil
 	case b.Status.Phase != v1alpha1.BackupPhaseCompleted:
 		return nil, ReasonBackupNotCompleted, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s is %s, not Completed", name, phaseOr(b.Status.Phase)), nil
 	case replaced(b):
-		return nil, ReasonBackupReplaced, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s (uid %s) is not the backup attempt %d restored (uid %s)",
+		return nil, ReasonBackupReplaced, fmt.Sprintf("spec.bootstrap.fromBackup: KeyValueStoreBackup %s (uid %s) is not the backup attempt %d was given (uid %s)",
 			name, b.UID, attemptOf(previous), want), nil
 	}
 	return b, "", "", nil

@@ -428,6 +428,65 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 // deleted (a TTL) before its outcome was recorded is lost, never started
 // again over data written since, even if the status write after its
 // creation was lost (our etcd down, a failover) (found by review).
+// Attempt 1's Job is created held and released a pass later, or after a
+// pause: the backup is judged again before the Job runs. Before the fix the
+// held Job was released whatever had become of its backup: gone, replaced
+// by another store's, or replaced by one still being written (found by
+// review).
+func TestHeldBootstrapRunsOnlyFromItsBackup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change func(f *fixture, b *v1alpha1.KeyValueStoreBackup)
+		reason string
+	}{
+		"deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			require.NoError(f.t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), b.Name, metav1.DeleteOptions{}))
+		}},
+		"being deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			b.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+			b.Finalizers = []string{"example.com/remove-data"}
+			f.storedBackupIs(b)
+		}},
+		"replaced by another store's": {reason: ReasonBackupReplaced, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			b.UID = "uid-other"
+			b.Spec.StoreName = "victim"
+			f.storedBackupIs(b)
+		}},
+		"replaced by one still running": {reason: ReasonBackupNotCompleted, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
+			b.UID = "uid-other"
+			b.Status.Phase = v1alpha1.BackupPhaseRunning
+			f.storedBackupIs(b)
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := completedBackup("nightly")
+			kvs := newStore(withBootstrap("nightly"))
+			f := newFixture(t, kvs, src)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			require.Equal(t, ReasonBootstrapStarting, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+			f.refreshCache("ns")
+
+			tc.change(f, src.DeepCopy()) // the cache still has the backup as it was
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, _ := f.writes()
+			assert.NotContains(t, strings.Join(kube, " "), "patch jobs", "the held Job is not released")
+			st := f.stored(kvs).Status
+			assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
+			assert.Equal(t, tc.reason, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+		})
+	}
+}
+
+// storedBackupIs replaces the backup on the server, not in the cache.
+func (f *fixture) storedBackupIs(b *v1alpha1.KeyValueStoreBackup) {
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Update(context.Background(), b, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+}
+
 func TestBootstrapRunsOnlyOnceRecorded(t *testing.T) {
 	f, kvs := bootstrapReady(t)
 	lost := false
