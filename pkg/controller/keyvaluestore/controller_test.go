@@ -586,6 +586,12 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning PodsStuckTerminating")
 
 	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(proxyPod))
+	// An evicted proxy Pod runs nothing, and nothing deletes it while its
+	// ReplicaSet stays: it does not hold the teardown (before the fix it
+	// did, for ever and silently; found by review).
+	evicted := podOf(ComponentProxy, "s-proxy-evicted")
+	evicted.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}
+	f.cache(evicted)
 	kube, reason = step()
 	_, own := f.writes()
 	assert.Empty(t, kube)

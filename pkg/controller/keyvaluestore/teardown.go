@@ -330,17 +330,31 @@ func scaleToZero[T any](ctx context.Context, patch patchFunc[T], name string, ui
 // podsGone fails closed: a failed list is an error, never "no Pods". In a
 // terminating namespace Pods are the namespace controller's to delete.
 func (t *teardownRun) podsGone(component string) (bool, error) {
-	pods, err := t.c.componentPods(t.kvs, component)
+	pods, err := t.activePods(component)
 	if err != nil {
 		return false, err
 	}
 	return len(pods) == 0 || t.terminating(), nil
 }
 
+// activePods are a component's Pods that may still run. A Pod that
+// Succeeded or Failed runs nothing, and nothing may ever delete it: a
+// ReplicaSet leaves its evicted Pods, scaled to zero or not, until the
+// ReplicaSet itself goes (after the teardown).
+func (t *teardownRun) activePods(component string) ([]*corev1.Pod, error) {
+	pods, err := t.c.componentPods(t.kvs, component)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}), nil
+}
+
 // waitForPods says which Pods the step waits for, naming those stuck
 // terminating (a Node that is gone never confirms their deletion).
 func (t *teardownRun) waitForPods(component string) (stepWait, error) {
-	pods, err := t.c.componentPods(t.kvs, component)
+	pods, err := t.activePods(component)
 	if err != nil {
 		return stepWait{}, err
 	}
