@@ -38,7 +38,7 @@ const (
 
 // Step 3: a final backup, unless there is none or the user skipped it.
 
-func (t *teardownRun) finalBackupDone() (bool, error) {
+func (t *teardownRun) finalBackupDone(context.Context) (bool, error) {
 	if t.kvs.Spec.Backup == nil {
 		return true, nil
 	}

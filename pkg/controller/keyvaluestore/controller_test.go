@@ -530,6 +530,35 @@ func TestClientServiceFollowsAReadyProxy(t *testing.T) {
 	assert.NotContains(t, strings.Join(f.events(), "\n"), "Deleted proxy Deployment")
 }
 
+// The client Service unlabelled by hand drops out of the controller's
+// cache (it holds only objects labelled as ours) but still takes clients:
+// the teardown finds it on the server and cuts them off before the final
+// backup. Before the fix the miss counted as gone, and writes accepted
+// after the backup were lost with the claims (found by review).
+func TestTeardownCutsOffAnUnlabelledClientService(t *testing.T) {
+	kvs := newStore(withBackup, withClaimsDeleted, deleting)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "svc-1",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kvs, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"))}}}
+	f := newFixture(t, kvs, svc)
+	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(svc))
+
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"delete services s"}, kube, "cut off first")
+	_, err = f.kube.CoreV1().Services("ns").Get(context.Background(), "s", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+
+	// Once a later step is recorded, the server is no longer asked.
+	f.refreshCache("ns")
+	require.Equal(t, StepFinalBackup, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	for _, a := range f.kube.Actions() {
+		assert.False(t, a.Matches("get", "services"), "no live read once past the cut-off")
+	}
+}
+
 // Item 8 and the restart test: every step of the teardown, one pass at a
 // time, each pass resuming from the cluster's state alone.
 func TestTeardownStepsInOrder(t *testing.T) {

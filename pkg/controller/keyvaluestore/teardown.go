@@ -61,7 +61,7 @@ type teardownRun struct {
 // one stopped); run moves toward it and says what it then waits for.
 type teardownStep struct {
 	reason string
-	done   func(t *teardownRun) (bool, error)
+	done   func(t *teardownRun, ctx context.Context) (bool, error)
 	run    func(t *teardownRun, ctx context.Context) (stepWait, error)
 }
 
@@ -103,7 +103,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 	t := &teardownRun{c: c, kvs: kvs}
 	t.terminating = sync.OnceValue(func() bool { return c.namespaceTerminating(kvs) })
 	for _, s := range teardownSteps {
-		if ok, err := s.done(t); err != nil || ok {
+		if ok, err := s.done(t, ctx); err != nil || ok {
 			if err != nil {
 				return result{}, fmt.Errorf("%s: %w", s.reason, err)
 			}
@@ -114,7 +114,7 @@ func (c *Controller) teardown(ctx context.Context, kvs *v1alpha1.KeyValueStore) 
 			return t.stepFailed(ctx, s.reason, err)
 		}
 		// A step may finish within its run (a backup recorded as done).
-		if ok, err := s.done(t); err == nil && ok {
+		if ok, err := s.done(t, ctx); err == nil && ok {
 			continue
 		}
 		return t.wait(ctx, s.reason, w)
@@ -192,22 +192,45 @@ func (c *Controller) releaseFinalizer(ctx context.Context, kvs *v1alpha1.KeyValu
 // Pods through the headless Service. Connections opened before stay up
 // until their Pods stop (a proxy's in the next step).
 
-func (t *teardownRun) clientServiceGone() (bool, error) {
-	svc, err := t.c.services.cached(t.kvs.Namespace, t.kvs.Name)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
+func (t *teardownRun) clientServiceGone(ctx context.Context) (bool, error) {
+	svc, err := t.clientService(ctx)
 	// Being deleted counts: a finalizer someone put on the Service (a load
 	// balancer's cleanup) must not hold the teardown.
-	return !ours(svc, t.kvs) || svc.DeletionTimestamp != nil, nil
+	return svc == nil || svc.DeletionTimestamp != nil, err
+}
+
+// clientService is the store's client Service, nil if there is none of
+// its own. The cache holds only objects labelled as ours: a miss is
+// confirmed on the server (a Service unlabelled by hand still takes
+// clients), until the store's status records a later step, which a pass
+// recorded only after that confirmation.
+func (t *teardownRun) clientService(ctx context.Context) (*corev1.Service, error) {
+	svc, err := t.c.services.cached(t.kvs.Namespace, t.kvs.Name)
+	if apierrors.IsNotFound(err) && !t.pastCutOff() {
+		svc, err = t.c.services.live(ctx, t.kvs.Namespace, t.kvs.Name)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !ours(svc, t.kvs):
+		return nil, nil
+	}
+	return svc, nil
+}
+
+// pastCutOff: the store's status records a teardown step after the
+// clients' cut-off.
+func (t *teardownRun) pastCutOff() bool {
+	c := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing)
+	return t.kvs.Status.Phase == v1alpha1.PhaseTerminating && c != nil &&
+		c.Reason != StepStopBootstrap && c.Reason != StepCutOffClients
 }
 
 func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error) {
-	svc, err := t.c.services.cached(t.kvs.Namespace, t.kvs.Name)
-	if err != nil {
+	svc, err := t.clientService(ctx)
+	if err != nil || svc == nil {
 		return stepWait{}, err
 	}
 	err = t.c.kube.CoreV1().Services(t.kvs.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(svc.UID))})
@@ -219,7 +242,7 @@ func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error)
 
 // Step 2: the proxy tier goes to zero and its Pods go.
 
-func (t *teardownRun) proxyGone() (bool, error) {
+func (t *teardownRun) proxyGone(context.Context) (bool, error) {
 	d := t.c.ownedProxy(t.kvs)
 	if d != nil && ptr.Deref(d.Spec.Replicas, 1) != 0 {
 		return false, nil
@@ -239,7 +262,7 @@ func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
 // Step 4: the data tier goes to zero (the StatefulSet removes Pods highest
 // ordinal first) and its Pods go.
 
-func (t *teardownRun) dataGone() (bool, error) {
+func (t *teardownRun) dataGone(context.Context) (bool, error) {
 	sts := t.c.ownedStatefulSet(t.kvs)
 	if sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
 		return false, nil
@@ -387,7 +410,7 @@ func (c *Controller) componentPods(kvs *v1alpha1.KeyValueStore, component string
 // Step 5: claims are deleted only when the policy says Delete; by default
 // data outlives the store. (In a terminating namespace they go with it.)
 
-func (t *teardownRun) claimsGone() (bool, error) {
+func (t *teardownRun) claimsGone(context.Context) (bool, error) {
 	if !deletesClaims(t.kvs) {
 		return true, nil
 	}
@@ -483,7 +506,7 @@ func (t *teardownRun) activeBootstrapJobs() ([]*batchv1.Job, error) {
 	}), err
 }
 
-func (t *teardownRun) bootstrapStopped() (bool, error) {
+func (t *teardownRun) bootstrapStopped(context.Context) (bool, error) {
 	if t.kvs.Spec.Bootstrap == nil {
 		return true, nil
 	}
