@@ -73,6 +73,13 @@ func TestManifestsCertManagerIssuesEverySecret(t *testing.T) {
 			name, _, err := unstructured.NestedString(o.Object, "spec", "secretName")
 			require.NoError(t, err)
 			issued[name] = true
+			// A CA reissued with a new key breaks every leaf it signs
+			// afterwards for the servers that loaded the old CA at start
+			// (cert-manager 1.18 rotates keys by default).
+			if isCA, _, _ := unstructured.NestedBool(o.Object, "spec", "isCA"); isCA {
+				policy, _, _ := unstructured.NestedString(o.Object, "spec", "privateKey", "rotationPolicy")
+				assert.Equalf(t, "Never", policy, "CA Certificate %s keeps its key when reissued", o.GetName())
+			}
 		}
 	}
 	require.NotEmpty(t, mounted)
