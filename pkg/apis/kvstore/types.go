@@ -114,7 +114,8 @@ type BackupSpec struct {
 	// image's own entrypoint runs. The container gets the environment
 	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT,
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
-	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
+	// KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID (the KeyValueStoreBackup
+	// being taken: key its data by namespace, name and UID) and
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
 	// each entry is UTF-8 text without control characters other than tab,
@@ -157,8 +158,8 @@ type BootstrapSpec struct {
 	// Command is the entrypoint of the bootstrap container. When empty the
 	// image's own entrypoint runs. The container gets the same environment
 	// as a backup Job (without KVSTORE_BACKUP_REASON); when restoring,
-	// KVSTORE_BACKUP_NAME names the backup to restore and
-	// KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
+	// KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID name the backup to restore
+	// and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries,
 	// each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8
 	// text without control characters other than tab, newline and carriage
 	// return, and without U+FFFE or U+FFFF.

@@ -260,6 +260,7 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 	spec := kvs.Spec.Backup
 	env := append(storeEnv(kvs, replicas),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(b.Name),
+		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_UID").WithValue(string(b.UID)),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_REASON").WithValue(string(b.Spec.Reason)))
 	return batchv1ac.Job(backupJobName(b, attempt), kvs.Namespace).
 		WithLabels(labelsFor(kvs, ComponentBackup)).
@@ -283,6 +284,7 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 	if from != nil {
 		env = append(env,
 			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(from.Name),
+			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_UID").WithValue(string(from.UID)),
 			corev1ac.EnvVar().WithName("KVSTORE_BACKUP_STORE").WithValue(from.Spec.StoreName))
 		annotations[backupUIDAnnotation] = string(from.UID)
 	}

@@ -88,6 +88,7 @@ func TestBackupJobContract(t *testing.T) {
 		"KVSTORE_PORT":          "6379",
 		"KVSTORE_ENDPOINTS":     "s-0.s-headless.ns.svc,s-1.s-headless.ns.svc,s-2.s-headless.ns.svc",
 		"KVSTORE_BACKUP_NAME":   "nightly",
+		"KVSTORE_BACKUP_UID":    "uid-nightly",
 		"KVSTORE_BACKUP_REASON": "Scheduled",
 	}, env)
 }
@@ -104,6 +105,7 @@ func TestBootstrapJobContract(t *testing.T) {
 		env[*e.Name] = *e.Value
 	}
 	assert.Equal(t, "nightly", env["KVSTORE_BACKUP_NAME"])
+	assert.Equal(t, "uid-nightly", env["KVSTORE_BACKUP_UID"])
 	assert.Equal(t, "old", env["KVSTORE_BACKUP_STORE"])
 	assert.Equal(t, "s", env["KVSTORE_NAME"])
 }

@@ -162,7 +162,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
+							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID (the KeyValueStoreBackup being taken: key its data by namespace, name and UID) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -233,7 +233,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME names the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
+							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID name the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -870,7 +870,7 @@ func schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref common.ReferenceCallback) co
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
+							Description: "Command is the entrypoint of the backup container. When empty the image's own entrypoint runs. The container gets the environment variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT, KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas), KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID (the KeyValueStoreBackup being taken: key its data by namespace, name and UID) and KVSTORE_BACKUP_REASON (Manual, Scheduled or Final). At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -941,7 +941,7 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME names the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
+							Description: "Command is the entrypoint of the bootstrap container. When empty the image's own entrypoint runs. The container gets the same environment as a backup Job (without KVSTORE_BACKUP_REASON); when restoring, KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID name the backup to restore and KVSTORE_BACKUP_STORE the store it was taken of. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

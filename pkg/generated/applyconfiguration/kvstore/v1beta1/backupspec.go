@@ -29,7 +29,8 @@ type BackupSpecApplyConfiguration struct {
 	// image's own entrypoint runs. The container gets the environment
 	// variables KVSTORE_NAME, KVSTORE_NAMESPACE, KVSTORE_PORT,
 	// KVSTORE_ENDPOINTS (comma-separated Pod DNS names of the data replicas),
-	// KVSTORE_BACKUP_NAME (the KeyValueStoreBackup being taken) and
+	// KVSTORE_BACKUP_NAME and KVSTORE_BACKUP_UID (the KeyValueStoreBackup
+	// being taken: key its data by namespace, name and UID) and
 	// KVSTORE_BACKUP_REASON (Manual, Scheduled or Final).
 	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
 	// each entry is UTF-8 text without control characters other than tab,
