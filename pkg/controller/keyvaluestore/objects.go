@@ -75,6 +75,18 @@ func selectorLabels(kvs *v1alpha1.KeyValueStore, component string) map[string]st
 	return map[string]string{LabelInstance: kvs.Name, LabelComponent: component}
 }
 
+// podSelector selects a component's Pods where the selector may change
+// (Services, the PodDisruptionBudget): selectorLabels and the name label,
+// so that another application's Pods labelled with the same common
+// instance and component (a Helm release of the store's name) are not
+// selected. Every Pod of a store has carried the name label from the
+// first release.
+func podSelector(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
+	sel := selectorLabels(kvs, component)
+	sel[LabelName] = labelsFor(kvs, component)[LabelName]
+	return sel
+}
+
 func ownerReference(kvs *v1alpha1.KeyValueStore) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(ownerAPIVersion()).
@@ -93,7 +105,7 @@ func headlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfigur
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
 			WithPublishNotReadyAddresses(true).
-			WithSelector(selectorLabels(kvs, ComponentData)).
+			WithSelector(podSelector(kvs, ComponentData)).
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
@@ -104,7 +116,7 @@ func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Serv
 		WithLabels(labelsFor(kvs, component)).
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(selectorLabels(kvs, component)).
+			WithSelector(podSelector(kvs, component)).
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
@@ -195,7 +207,7 @@ func podDisruptionBudget(kvs *v1alpha1.KeyValueStore) *policyv1ac.PodDisruptionB
 		WithOwnerReferences(ownerReference(kvs)).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(intstr.FromInt32(1)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentData))))
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(podSelector(kvs, ComponentData))))
 }
 
 // proxyDeployment runs the stateless proxy tier.

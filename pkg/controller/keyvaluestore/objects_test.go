@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -46,6 +47,28 @@ func TestStatefulSetBuilder(t *testing.T) {
 	assert.Equal(t, ManagedBy, claim.Labels[LabelManagedBy], "claims carry the labels the controller finds them by")
 	assert.Equal(t, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, *sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted,
 		"only the teardown deletes claims")
+}
+
+// The Services and the PodDisruptionBudget select the store's Pods, not
+// another application's that carry the same common instance and
+// component labels (a Helm release named like the store): before the fix
+// the store's budget also covered them, and a Pod with two budgets cannot
+// be evicted (found by review).
+func TestSelectorsTakeOnlyTheStoresPods(t *testing.T) {
+	kvs := newStore()
+	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"}
+	for component, sel := range map[string]map[string]string{
+		"headless Service": headlessService(kvs).Spec.Selector,
+		"client Service":   clientService(kvs, ComponentData).Spec.Selector,
+		"proxy Service":    clientService(kvs, ComponentProxy).Spec.Selector,
+		"budget":           podDisruptionBudget(kvs).Spec.Selector.MatchLabels,
+	} {
+		s := labels.SelectorFromSet(sel)
+		ours := labelsFor(kvs, sel[LabelComponent])
+		assert.True(t, s.Matches(labels.Set(ours)), component)
+		foreign := map[string]string{LabelName: "elasticsearch", LabelInstance: kvs.Name, LabelComponent: sel[LabelComponent]}
+		assert.False(t, s.Matches(labels.Set(foreign)), component)
+	}
 }
 
 func TestServicesFollowTheProxyTier(t *testing.T) {
