@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -93,8 +94,14 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	if b.Status.Message != failed.Message {
 		why += "; then " + b.Status.Message // the next attempt cannot start
 	}
+	if down := t.dataTierDown(); down != "" {
+		why += "; " + down
+	}
 	msg := fmt.Sprintf("final backup %s: %s. To delete the store without a final backup, annotate it %s=true",
 		b.Name, why, v1alpha1.SkipFinalBackupAnnotation)
+	if deletesClaims(kvs) {
+		msg += " (whenDeleted is Delete: its claims, and the data on them, then go without a backup)"
+	}
 	changed, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: ReasonBackupFailed, Message: msg})
 	if err != nil {
@@ -104,6 +111,22 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 		t.c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
 	}
 	return stepWait{message: msg}, nil
+}
+
+// dataTierDown says why no data replica can answer the final backup, if
+// none can: a teardown does not apply the StatefulSet, so one deleted or
+// scaled to zero by hand stays so, and every attempt fails.
+func (t *teardownRun) dataTierDown() string {
+	sts := t.c.ownedStatefulSet(t.kvs)
+	switch {
+	case sts == nil:
+		return fmt.Sprintf("no data replica runs: the StatefulSet %s is gone, and a teardown does not recreate it", t.kvs.Name)
+	case ptr.Deref(sts.Spec.Replicas, 1) == 0:
+		return fmt.Sprintf("no data replica runs: the StatefulSet %s is scaled to 0, and a teardown does not scale it up", sts.Name)
+	case sts.Status.ReadyReplicas == 0:
+		return fmt.Sprintf("no data replica of StatefulSet %s is ready", sts.Name)
+	}
+	return ""
 }
 
 // bootstrapUnfinished: teardown stopped the bootstrap partway (or before it

@@ -773,6 +773,10 @@ func TestFailingFinalBackupBacksOff(t *testing.T) {
 		c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
 		require.NotNil(t, c)
 		assert.Contains(t, c.Message, "attempt "+strconv.Itoa(attempt)+" failed (BackoffLimitExceeded")
+		// The store has no StatefulSet (deleted before its first pass):
+		// the message says why no attempt can succeed (before the fix it
+		// named only the Job's failure; found by review).
+		assert.Contains(t, c.Message, "no data replica runs: the StatefulSet s is gone")
 
 		f.now = f.now.Add(backoff)
 		_, err := f.sync(f.stored(kvs))
