@@ -211,12 +211,17 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 	}
 	switch recorded.Reason {
 	case ReasonBootstrapRunning, ReasonBootstrapRetrying:
-		gone, err := c.bootstrapJobsGone(ctx, kvs)
+		live, err := c.liveBootstrapJobs(ctx, kvs)
 		if err != nil {
 			return bootstrapState{}, true, err
 		}
-		if !gone {
-			// A Job the cache has not seen yet: wait for it, decide nothing.
+		if len(live) > 0 {
+			// A Job the cache has not seen yet, or one that lost the label
+			// the cache selects on (it would never be seen, and the
+			// bootstrap never decided): wait for it, decide nothing.
+			if err := c.relabelJobs(ctx, live); err != nil {
+				return bootstrapState{}, true, err
+			}
 			return bootstrapState{requeueAfter: time.Second}, true, nil
 		}
 		st, lost, err := c.recordedSince(ctx, kvs)
@@ -250,15 +255,34 @@ func (c *Controller) recordedSince(ctx context.Context, kvs *v1alpha1.KeyValueSt
 	return recordedBootstrap(fresh), false, nil
 }
 
-// bootstrapJobsGone asks the server, not the cache, whether the store has
-// no bootstrap Job left: the cache may not have seen a Job just created.
-func (c *Controller) bootstrapJobsGone(ctx context.Context, kvs *v1alpha1.KeyValueStore) (bool, error) {
+// liveBootstrapJobs asks the server, not the cache, for the store's
+// bootstrap Jobs: the cache may not have seen a Job just created.
+func (c *Controller) liveBootstrapJobs(ctx context.Context, kvs *v1alpha1.KeyValueStore) ([]batchv1.Job, error) {
 	list, err := c.kube.BatchV1().Jobs(kvs.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(selectorLabels(kvs, ComponentBootstrap)).String()})
 	if err != nil {
-		return false, fmt.Errorf("list bootstrap Jobs: %w", err)
+		return nil, fmt.Errorf("list bootstrap Jobs: %w", err)
 	}
-	return !slices.ContainsFunc(list.Items, func(j batchv1.Job) bool { return metav1.IsControlledBy(&j, kvs) }), nil
+	return slices.DeleteFunc(list.Items, func(j batchv1.Job) bool { return !metav1.IsControlledBy(&j, kvs) }), nil
+}
+
+// relabelJobs puts back the managed-by label on Jobs the store controls
+// that lost it (by hand, or a tool's label cleanup): the controller's
+// cache holds only labelled objects, and Jobs are never re-applied.
+func (c *Controller) relabelJobs(ctx context.Context, jobs []batchv1.Job) error {
+	for _, j := range jobs {
+		if j.Labels[LabelManagedBy] == ManagedBy {
+			continue
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": j.UID, "labels": map[string]string{LabelManagedBy: ManagedBy}}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.kube.BatchV1().Jobs(j.Namespace).Patch(ctx, j.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("label Job %s: %w", j.Name, err)
+		}
+	}
+	return nil
 }
 
 // startBootstrap starts attempt n, after previous (nil for the first),

@@ -481,6 +481,36 @@ func TestHeldBootstrapRunsOnlyFromItsBackup(t *testing.T) {
 	}
 }
 
+// A bootstrap Job that lost the managed-by label drops out of the cache,
+// which selects on it, and Jobs are never re-applied: the label is put
+// back. Before the fix the store listed its Jobs every second for ever and
+// never saw the Job finish (found by review).
+func TestUnlabelledBootstrapJobIsLabelledAgain(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	name := bootstrapJobName(kvs, 1)
+	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	delete(job.Labels, LabelManagedBy)
+	_, err = f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(job))
+
+	res, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"patch jobs " + name}, kube)
+	assert.Equal(t, time.Second, res.requeueAfter)
+	job, err = f.kube.BatchV1().Jobs("ns").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, ManagedBy, job.Labels[LabelManagedBy])
+
+	f.finishJob(name, batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, ReasonBootstrapSucceeded, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
+
 // storedBackupIs replaces the backup on the server, not in the cache.
 func (f *fixture) storedBackupIs(b *v1alpha1.KeyValueStoreBackup) {
 	_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Update(context.Background(), b, metav1.UpdateOptions{})
