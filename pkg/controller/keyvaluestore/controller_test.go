@@ -559,6 +559,44 @@ func TestTeardownCutsOffAnUnlabelledClientService(t *testing.T) {
 	}
 }
 
+// The data tier's StatefulSet out of the cache (unlabelled by hand) or
+// gone while its Pods stay (deleted with --cascade=orphan): the teardown
+// scales down the one on the server, and deletes orphaned Pods itself,
+// highest ordinal first. Before the fix it waited for the Pods for ever,
+// with no warning (found by review).
+func TestTeardownScalesDownWhatTheCacheMisses(t *testing.T) {
+	dataPod := func(kvs *v1alpha1.KeyValueStore, i int, owner *metav1.OwnerReference) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("pod-%d", i)),
+			Labels: labelsFor(kvs, ComponentData)}}
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		return p
+	}
+	t.Run("an unlabelled StatefulSet", func(t *testing.T) {
+		kvs := newStore(deleting)
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "sts-1",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kvs, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"))}},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
+		owner := metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+		f := newFixture(t, kvs, sts, dataPod(kvs, 0, owner), dataPod(kvs, 1, owner))
+		require.NoError(t, f.kubeInf.Apps().V1().StatefulSets().Informer().GetIndexer().Delete(sts))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Equal(t, []string{"patch statefulsets s"}, kube, "scaled to zero on the server")
+	})
+	t.Run("Pods orphaned by their StatefulSet", func(t *testing.T) {
+		kvs := newStore(deleting)
+		f := newFixture(t, kvs, dataPod(kvs, 0, nil), dataPod(kvs, 1, nil))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Equal(t, []string{"delete pods s-1"}, kube, "the highest ordinal first, one at a time")
+		assert.Contains(t, strings.Join(f.events(), "\n"), "Deleted data Pod s-1: its StatefulSet is gone")
+	})
+}
+
 // Item 8 and the restart test: every step of the teardown, one pass at a
 // time, each pass resuming from the cluster's state alone.
 func TestTeardownStepsInOrder(t *testing.T) {

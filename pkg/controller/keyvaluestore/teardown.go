@@ -251,7 +251,11 @@ func (t *teardownRun) proxyGone(context.Context) (bool, error) {
 }
 
 func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
-	if d := t.c.ownedProxy(t.kvs); d != nil && ptr.Deref(d.Spec.Replicas, 1) != 0 {
+	d, ok, err := ownedLive(ctx, t.c.deployments, t.kvs, proxyName(t.kvs))
+	if err != nil {
+		return stepWait{}, err
+	}
+	if ok && ptr.Deref(d.Spec.Replicas, 1) != 0 {
 		if err := scaleToZero(ctx, t.c.kube.AppsV1().Deployments(t.kvs.Namespace).Patch, d.Name, d.UID); err != nil {
 			return stepWait{}, fmt.Errorf("scale proxy Deployment %s/%s to 0: %w", t.kvs.Namespace, d.Name, err)
 		}
@@ -271,28 +275,60 @@ func (t *teardownRun) dataGone(context.Context) (bool, error) {
 }
 
 func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
-	sts := t.c.ownedStatefulSet(t.kvs)
-	if sts != nil && ptr.Deref(sts.Spec.Replicas, 1) != 0 {
+	sts, ok, err := ownedLive(ctx, t.c.statefulSets, t.kvs, t.kvs.Name)
+	if err != nil {
+		return stepWait{}, err
+	}
+	switch {
+	case ok && ptr.Deref(sts.Spec.Replicas, 1) != 0:
 		if err := scaleToZero(ctx, t.c.kube.AppsV1().StatefulSets(t.kvs.Namespace).Patch, sts.Name, sts.UID); err != nil {
 			return stepWait{}, fmt.Errorf("scale StatefulSet %s/%s to 0: %w", t.kvs.Namespace, sts.Name, err)
 		}
-	} else if sts != nil && sts.Status.ObservedGeneration >= sts.Generation {
-		if err := t.unblockScaleDown(ctx); err != nil {
+	case !ok:
+		// Its Pods outlived it (deleted with --cascade=orphan): nothing
+		// else removes them, and the final backup is behind us.
+		if err := t.unblockScaleDown(ctx, true); err != nil {
+			return stepWait{}, err
+		}
+	case sts.Status.ObservedGeneration >= sts.Generation:
+		if err := t.unblockScaleDown(ctx, false); err != nil {
 			return stepWait{}, err
 		}
 	}
 	return t.waitForPods(ComponentData)
 }
 
+// ownedLive is the store's object of kind k named name, from the cache,
+// or else from the server (the cache holds only objects labelled as ours,
+// and a teardown does not re-apply the label); ok is false when there is
+// none of the store's.
+func ownedLive[T metav1.Object, AC any](ctx context.Context, k ownedKind[T, AC], kvs *v1alpha1.KeyValueStore, name string) (obj T, ok bool, err error) {
+	obj, err = k.cached(kvs.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		obj, err = k.live(ctx, kvs.Namespace, name)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return obj, false, nil
+	case err != nil:
+		return obj, false, fmt.Errorf("get %s %s: %w", k.kind, name, err)
+	}
+	return obj, ours(obj, kvs), nil
+}
+
 // unblockScaleDown: an OrderedReady StatefulSet does not scale down while
 // any of its Pods is not ready, so a store with a crash-looping replica
 // would never finish its teardown. Once the StatefulSet has seen the scale
 // to zero (the final backup is behind us), the highest ordinal left is
-// deleted here, one Pod at a time, in the order the StatefulSet would use.
-func (t *teardownRun) unblockScaleDown(ctx context.Context) error {
+// deleted here, one Pod at a time, in the order the StatefulSet would use;
+// orphaned Pods, which no StatefulSet removes, ready or not.
+func (t *teardownRun) unblockScaleDown(ctx context.Context, orphaned bool) error {
 	pods, err := t.c.componentPods(t.kvs, ComponentData)
 	if err != nil {
 		return err
+	}
+	if orphaned { // the garbage collector removed their controller reference
+		pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return metav1.GetControllerOfNoCopy(p) != nil })
 	}
 	var next *corev1.Pod
 	for _, p := range pods {
@@ -303,15 +339,18 @@ func (t *teardownRun) unblockScaleDown(ctx context.Context) error {
 			next = p
 		}
 	}
-	if next == nil || !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !podReady(p) }) {
+	if next == nil || (!orphaned && !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !podReady(p) })) {
 		return nil // nothing left, or the StatefulSet controller can go on by itself
 	}
 	err = t.c.kube.CoreV1().Pods(next.Namespace).Delete(ctx, next.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &next.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete data Pod %s: %w", next.Name, err)
 	}
-	t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, StepScaleDownData,
-		"Deleted data Pod %s: the StatefulSet does not scale down while a Pod is not ready", next.Name)
+	why := "the StatefulSet does not scale down while a Pod is not ready"
+	if orphaned {
+		why = "its StatefulSet is gone and nothing else removes it"
+	}
+	t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, StepScaleDownData, "Deleted data Pod %s: %s", next.Name, why)
 	return nil
 }
 
