@@ -297,6 +297,17 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
 	assert.Equal(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+
+	// Its Pod stuck terminating (its Node gone) is named, as the data and
+	// proxy Pods are (before the fix: "stopping 1 bootstrap Job(s)" for
+	// ever; found by review).
+	f.cache(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-bootstrap-1-x", Namespace: "ns", Labels: labelsFor(kvs, ComponentBootstrap),
+		DeletionTimestamp: ptr.To(metav1.NewTime(testNow.Add(-stuckAfter - time.Minute)))}})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	assert.Equal(t, ReasonPodsStuckTerminating, p.Reason)
+	assert.Contains(t, p.Message, "s-bootstrap-1-x")
 }
 
 // A store deleted before its bootstrap finished holds a partial restore

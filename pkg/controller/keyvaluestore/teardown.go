@@ -221,11 +221,12 @@ func (t *teardownRun) clientService(ctx context.Context) (*corev1.Service, error
 }
 
 // pastCutOff: the store's status records a teardown step after the
-// clients' cut-off.
+// clients' cut-off (a reason that replaced a step's, such as
+// PodsStuckTerminating, does not tell which step: it does not count).
 func (t *teardownRun) pastCutOff() bool {
 	c := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing)
 	return t.kvs.Status.Phase == v1alpha1.PhaseTerminating && c != nil &&
-		c.Reason != StepStopBootstrap && c.Reason != StepCutOffClients
+		slices.Contains([]string{StepScaleDownProxy, StepFinalBackup, StepScaleDownData, StepDeleteClaims}, c.Reason)
 }
 
 func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error) {
@@ -572,5 +573,11 @@ func (t *teardownRun) stopBootstrap(ctx context.Context) (stepWait, error) {
 		}
 		t.c.recorder.Eventf(t.kvs, corev1.EventTypeNormal, "Deleted", "Stopped bootstrap Job %s: the store is being deleted", j.Name)
 	}
-	return stepWait{message: fmt.Sprintf("stopping %d bootstrap Job(s)", len(jobs))}, nil
+	// The Jobs go once their Pods have: those stuck terminating are named.
+	w, err := t.waitForPods(ComponentBootstrap)
+	if err != nil {
+		return stepWait{}, err
+	}
+	w.message = fmt.Sprintf("stopping %d bootstrap Job(s), %s", len(jobs), w.message)
+	return w, nil
 }
