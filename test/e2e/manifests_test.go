@@ -88,6 +88,25 @@ func TestManifestsCertManagerIssuesEverySecret(t *testing.T) {
 	}
 }
 
+// TestReadmeShowsTheExampleAsItIs: the README shows the example store in
+// full, so that what a reader applies is what they read (it had drifted:
+// the file deleted its claims with the store after a backup that keeps
+// nothing; found by review).
+func TestReadmeShowsTheExampleAsItIs(t *testing.T) {
+	root := framework.RepoRoot()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	example, err := os.ReadFile(filepath.Join(root, "artifacts", "examples", "keyvaluestore.yaml"))
+	require.NoError(t, err)
+	_, after, found := strings.Cut(string(readme), "A store (`artifacts/examples/keyvaluestore.yaml`")
+	require.True(t, found)
+	_, block, found := strings.Cut(after, "```yaml\n")
+	require.True(t, found)
+	block, _, found = strings.Cut(block, "```")
+	require.True(t, found)
+	assert.Equal(t, string(example), block)
+}
+
 // decodeAll decodes a multi-document YAML stream.
 func decodeAll(t *testing.T, stream string) []unstructured.Unstructured {
 	t.Helper()
