@@ -142,13 +142,27 @@ func TestScheduleCreatesEachSlotOnce(t *testing.T) {
 }
 
 func TestSchedulePausedOrDeleting(t *testing.T) {
-	for name, opt := range map[string]func(*v1alpha1.KeyValueStore){
-		"paused": func(k *v1alpha1.KeyValueStore) { k.Spec.Paused = true },
+	for name, stop := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore){
+		"paused": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			k := f.stored(kvs)
+			k.Spec.Paused = true
+			_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+		},
+		// Before the fix a teardown kept the last slot, in the past while a
+		// final backup failed (found by review).
+		"deleting": func(f *fixture, kvs *v1alpha1.KeyValueStore) { f.deleteStore(kvs) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			kvs := newStore(withSchedule("* * * * *", 7), opt)
+			kvs := newStore(withSchedule("0 * * * *", 7))
 			f := newFixture(t, kvs)
 			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			require.NotNil(t, f.stored(kvs).Status.NextBackupTime)
+
+			stop(f, kvs)
+			f.refreshCache("ns")
+			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)
 			_, own := f.writes()
 			for _, w := range own {

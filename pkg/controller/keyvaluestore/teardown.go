@@ -147,6 +147,7 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
+		st.NextBackupTime = nil // a store being deleted takes no scheduled backup
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 			Reason: reason, Message: w.message, ObservedGeneration: k.Generation})
 		st.ObservedGeneration = k.Generation
