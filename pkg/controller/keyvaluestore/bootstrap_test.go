@@ -310,6 +310,34 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	assert.Contains(t, p.Message, "s-bootstrap-1-x")
 }
 
+// In a terminating namespace, as for the data and proxy Pods, the teardown
+// does not wait for the bootstrap's Pods once its Jobs' deletion is asked
+// for (the namespace controller deletes them). Before the fix step 0 waited
+// for them, and for ever on a Pod whose Node is gone (found by review).
+func TestTeardownInATerminatingNamespaceDoesNotWaitForTheBootstrap(t *testing.T) {
+	f, kvs := bootstrapRunning(t)
+	f.deleteStore(kvs)
+	require.NoError(t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(&corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: ptr.To(metav1.NewTime(testNow))},
+		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}))
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube, "asked to stop first")
+
+	// kube-apiserver keeps the Job behind its Pods (Foreground).
+	job, err := f.kubeInf.Batch().V1().Jobs().Lister().Jobs("ns").Get(bootstrapJobName(kvs, 1))
+	require.NoError(t, err)
+	job = job.DeepCopy()
+	job.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	f.cache(job)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.NotEqual(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason,
+		"nothing waits for the bootstrap's Pods")
+}
+
 // A store deleted before its bootstrap finished holds a partial restore
 // (teardown stopped it) that no client ever wrote to: a Final backup of it
 // would be recorded Completed with half the data, and a later restore from

@@ -565,9 +565,8 @@ func TestTeardownCutsOffAnUnlabelledClientService(t *testing.T) {
 // highest ordinal first. Before the fix it waited for the Pods for ever,
 // with no warning (found by review).
 func TestTeardownScalesDownWhatTheCacheMisses(t *testing.T) {
-	dataPod := func(kvs *v1alpha1.KeyValueStore, i int, owner *metav1.OwnerReference) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("pod-%d", i)),
-			Labels: labelsFor(kvs, ComponentData)}}
+	dataPod := func(kvs *v1alpha1.KeyValueStore, i int32, owner *metav1.OwnerReference) *corev1.Pod {
+		p := newDataPod(kvs, i)
 		if owner != nil {
 			p.OwnerReferences = []metav1.OwnerReference{*owner}
 		}

@@ -552,7 +552,12 @@ func (t *teardownRun) bootstrapStopped(context.Context) (bool, error) {
 		return true, nil
 	}
 	jobs, err := t.activeBootstrapJobs()
-	return len(jobs) == 0, err
+	if err != nil || len(jobs) == 0 {
+		return err == nil, err
+	}
+	// In a terminating namespace the namespace controller deletes the
+	// Pods: once every Job's deletion is asked for, nothing is waited for.
+	return t.terminating() && !slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.DeletionTimestamp == nil }), nil
 }
 
 func (t *teardownRun) stopBootstrap(ctx context.Context) (stepWait, error) {
