@@ -112,7 +112,7 @@ func TestControllerCreateToReadyProxyAfterData(t *testing.T) {
 	})
 	assert.Equal(t, int32(3), got.Status.Replicas)
 	assert.Equal(t, "redis:7.2", got.Status.CurrentImage)
-	assert.Equal(t, "app.kubernetes.io/component=data,app.kubernetes.io/instance=ready", got.Status.Selector)
+	assert.Equal(t, "app.kubernetes.io/component=data,app.kubernetes.io/instance=ready,app.kubernetes.io/name=keyvaluestore", got.Status.Selector)
 	assert.Equal(t, "payments", got.Labels["team"])
 	assert.Equal(t, "payments-oncall", got.Annotations["example.com/owner"])
 	assert.Contains(t, got.Finalizers, v1alpha1.TeardownFinalizer)

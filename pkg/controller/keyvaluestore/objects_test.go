@@ -49,11 +49,12 @@ func TestStatefulSetBuilder(t *testing.T) {
 		"only the teardown deletes claims")
 }
 
-// The Services and the PodDisruptionBudget select the store's Pods, not
-// another application's that carry the same common instance and
-// component labels (a Helm release named like the store): before the fix
-// the store's budget also covered them, and a Pod with two budgets cannot
-// be evicted (found by review).
+// The Services, the PodDisruptionBudget and status.selector select the
+// store's Pods, not another application's that carry the same common
+// instance and component labels (a Helm release named like the store):
+// before the fix the store's budget also covered them, a Pod with two
+// budgets cannot be evicted, and an autoscaler averaged over them (found
+// by review).
 func TestSelectorsTakeOnlyTheStoresPods(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](2), Image: "envoy:1"}
@@ -69,6 +70,11 @@ func TestSelectorsTakeOnlyTheStoresPods(t *testing.T) {
 		foreign := map[string]string{LabelName: "elasticsearch", LabelInstance: kvs.Name, LabelComponent: sel[LabelComponent]}
 		assert.False(t, s.Matches(labels.Set(foreign)), component)
 	}
+	// status.selector, which /scale serves to autoscalers, the same.
+	s, err := labels.Parse(observe(kvs, nil, nil, nil, bootstrapState{}).Selector)
+	require.NoError(t, err)
+	assert.True(t, s.Matches(labels.Set(labelsFor(kvs, ComponentData))))
+	assert.False(t, s.Matches(labels.Set{LabelName: "elasticsearch", LabelInstance: kvs.Name, LabelComponent: ComponentData}))
 }
 
 func TestServicesFollowTheProxyTier(t *testing.T) {

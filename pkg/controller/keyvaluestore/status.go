@@ -55,7 +55,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	if proxy != nil {
 		st.ProxyReadyReplicas = proxy.Status.ReadyReplicas
 	}
-	st.Selector = labels.SelectorFromSet(selectorLabels(kvs, ComponentData)).String()
+	st.Selector = labels.SelectorFromSet(podSelector(kvs, ComponentData)).String()
 
 	image := kvs.Spec.Image
 	if kvs.Spec.Paused && sts != nil {
