@@ -430,26 +430,24 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		kube, _ := f.writes()
 		assert.Contains(t, kube, "apply jobs b-1", "read live before calling it in the way")
 	})
-	t.Run("its Job is refused by a quota", func(t *testing.T) {
-		kvs := newStore(withBackup)
-		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
-		f.refuseJobs("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10")
-		res, err := f.sync(kvs)
-		require.NoError(t, err)
-		assertBackupWaits(t, f.backup("b"), res, waitFallback, "exceeded quota") // quota frees up
-		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
-	})
-	t.Run("its Job names an owner version kube-apiserver cannot map yet", func(t *testing.T) {
-		// OwnerReferencesPermissionEnforcement, during an upgrade before the
+	for name, refusal := range map[string]string{
+		// Quota frees up as other Jobs finish.
+		"its Job is refused by a quota": "exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=10, limited: count/jobs.batch=10",
+		// OwnerReferencesPermissionEnforcement during an upgrade, before the
 		// APIService of the owner's version exists. Before the fix the
 		// backup failed for good (found by review).
-		kvs := newStore(withBackup)
-		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
-		f.refuseJobs("cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion kvstore.io/v1beta1 Kind KeyValueStoreBackup: no matches for kind")
-		res, err := f.sync(kvs)
-		require.NoError(t, err)
-		assertBackupWaits(t, f.backup("b"), res, waitFallback, "cannot find RESTMapping")
-	})
+		"its Job names an owner version kube-apiserver cannot map yet": "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion kvstore.io/v1beta1 Kind KeyValueStoreBackup: no matches for kind",
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBackup)
+			f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+			f.refuseJobs(refusal)
+			res, err := f.sync(kvs)
+			require.NoError(t, err)
+			assertBackupWaits(t, f.backup("b"), res, waitFallback, refusal)
+			assert.Contains(t, strings.Join(f.events(), "\n"), "Warning JobRefused")
+		})
+	}
 	t.Run("its Job is refused by a policy", func(t *testing.T) {
 		kvs := newStore(withBackup)
 		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual), later())

@@ -304,7 +304,13 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 	// and is lost. Later attempts follow a recorded failure, which says as
 	// much already.
 	first := previous == nil
-	if _, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt, first)); err != nil {
+	job, err := applyUnlessUnchanged(ctx, c, c.jobKind, kvs, name, bootstrapJob(kvs, from, attempt, first))
+	if err != nil {
+		return bootstrapState{}, err
+	}
+	// Found on the server only (the cache missed it): one that lost its
+	// label is never seen, nor released, unless it gets it back.
+	if err := c.relabelJobs(ctx, []batchv1.Job{*job}); err != nil {
 		return bootstrapState{}, err
 	}
 	if first {

@@ -658,6 +658,21 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	evicted := podOf(ComponentProxy, "s-proxy-evicted")
 	evicted.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}
 	f.cache(evicted)
+	// Nor is one of them that ended and is held terminating by a
+	// finalizer: it is named (before the fix of the line above it was
+	// hidden; found by review).
+	held := evicted.DeepCopy()
+	held.Name, held.Finalizers = "s-proxy-held", []string{"example.com/hold"}
+	held.DeletionTimestamp = ptr.To(metav1.NewTime(testNow.Add(-stuckAfter - time.Minute)))
+	f.cache(held)
+	running := podOf(ComponentProxy, "s-proxy-running") // so that the step still waits
+	f.cache(running)
+	_, reason = step()
+	assert.Equal(t, ReasonPodsStuckTerminating, reason)
+	assert.Contains(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Message, "s-proxy-held")
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(held))
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(running))
+
 	kube, reason = step()
 	_, own := f.writes()
 	assert.Empty(t, kube)

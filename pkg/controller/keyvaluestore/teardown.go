@@ -418,11 +418,17 @@ func (t *teardownRun) activePods(component string) ([]*corev1.Pod, error) {
 // waitForPods says which Pods the step waits for, naming those stuck
 // terminating (a Node that is gone never confirms their deletion).
 func (t *teardownRun) waitForPods(component string) (stepWait, error) {
-	pods, err := t.activePods(component)
+	active, err := t.activePods(component)
 	if err != nil {
 		return stepWait{}, err
 	}
-	w := stepWait{message: fmt.Sprintf("waiting for %d %s Pods to terminate", len(pods), component)}
+	w := stepWait{message: fmt.Sprintf("waiting for %d %s Pods to terminate", len(active), component)}
+	// Any Pod stuck terminating is named, one that already ended too: held
+	// by a finalizer, it still holds up its StatefulSet's scale-down.
+	pods, err := t.c.componentPods(t.kvs, component)
+	if err != nil {
+		return stepWait{}, err
+	}
 	now := t.c.now()
 	var stuck []string
 	for _, p := range pods {
