@@ -461,7 +461,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 // preferredVersionPeriod is how often discovery is read for the group's
-// preferred version (one GET of kube-apiserver's /apis).
+// preferred version (kube-apiserver's /api and /apis, aggregated).
 const preferredVersionPeriod = 30 * time.Second
 
 // followPreferredVersion keeps ownerAPIVersion on the group's preferred

@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -202,9 +205,11 @@ func TestOwnerReferencesNameThePreferredVersion(t *testing.T) {
 
 // During an upgrade, until the APIService of v1beta1 exists, kube-apiserver
 // cannot map kvstore.io/v1beta1: references and events name the version its
-// discovery prefers, and follow it when it changes. Before the fix they
-// named v1beta1 regardless (found by review: every backup started in that
-// window failed where OwnerReferencesPermissionEnforcement is on).
+// discovery prefers and serves in full, and follow it when it changes.
+// Before the fix they named v1beta1 regardless (found by review: every
+// backup started in that window failed where
+// OwnerReferencesPermissionEnforcement is on); a review of the fix found it
+// flipping to v1alpha1 and back while v1beta1 was stale for a moment.
 func TestOwnerVersionFollowsDiscovery(t *testing.T) {
 	t.Cleanup(func() { preferredVersion.Store(ptr.To("kvstore.io/v1beta1")) })
 	kvs := newStore(withBackup)
@@ -214,29 +219,61 @@ func TestOwnerVersionFollowsDiscovery(t *testing.T) {
 			inPreferredVersion(kvs).(*corev1.ObjectReference).APIVersion}
 	}
 	d := &fakediscovery.FakeDiscovery{Fake: &core.Fake{}}
-	serves := func(versions ...string) {
+	// serves lists group versions in priority order; those in empty are
+	// listed without resources.
+	serves := func(versions []string, empty ...string) {
 		d.Resources = nil
 		for _, v := range versions {
-			d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: v})
+			l := &metav1.APIResourceList{GroupVersion: v}
+			if !slices.Contains(empty, v) {
+				l.APIResources = []metav1.APIResource{{Name: "keyvaluestores"}, {Name: "keyvaluestorebackups"}}
+			}
+			d.Resources = append(d.Resources, l)
 		}
 	}
+	fails := func(err error) {
+		d.ReactionChain = nil
+		if err != nil {
+			d.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) { return true, nil, err })
+		}
+	}
+	stale := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+		{Group: "kvstore.io", Version: "v1beta1"}: errors.New("stale")}}
+	both := []string{"kvstore.io/v1beta1", "kvstore.io/v1alpha1"}
 	ctx := t.Context()
 
-	serves("v1", "kvstore.io/v1alpha1") // upgrade steps 1-2
+	// A v1beta1 only stale for a moment is kept: switching would rewrite
+	// every store's objects to v1alpha1 and back.
+	serves(both)
+	fails(stale)
+	assert.False(t, refreshOwnerVersion(ctx, d))
+	assert.Equal(t, "kvstore.io/v1beta1", ownerAPIVersion())
+
+	// Upgrade steps 1-2: v1beta1 not served at all.
+	fails(nil)
+	serves([]string{"v1", "kvstore.io/v1alpha1"})
 	assert.True(t, refreshOwnerVersion(ctx, d))
 	assert.Equal(t, []string{"kvstore.io/v1alpha1", "kvstore.io/v1alpha1", "kvstore.io/v1alpha1"}, names())
 	assert.False(t, refreshOwnerVersion(ctx, d), "no change")
 
-	serves("v1") // the group's APIServices unavailable: keep what is known
+	// v1beta1 listed before its Service serves it (current, but empty), or
+	// stale: not taken.
+	serves(both, "kvstore.io/v1beta1")
 	assert.False(t, refreshOwnerVersion(ctx, d))
-	d.PrependReactor("get", "group", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("connection refused")
-	})
+	serves(both)
+	fails(stale)
+	assert.False(t, refreshOwnerVersion(ctx, d))
+	// The group's APIServices unavailable, or discovery failing: kept.
+	fails(nil)
+	serves([]string{"v1"})
+	assert.False(t, refreshOwnerVersion(ctx, d))
+	fails(errors.New("connection refused"))
 	assert.False(t, refreshOwnerVersion(ctx, d))
 	assert.Equal(t, "kvstore.io/v1alpha1", ownerAPIVersion())
 
-	d.ReactionChain = nil
-	serves("kvstore.io/v1beta1", "kvstore.io/v1alpha1") // step 3
+	// Step 3: v1beta1 served.
+	fails(nil)
+	serves(both)
 	assert.True(t, refreshOwnerVersion(ctx, d))
 	assert.Equal(t, []string{"kvstore.io/v1beta1", "kvstore.io/v1beta1", "kvstore.io/v1beta1"}, names())
 }
