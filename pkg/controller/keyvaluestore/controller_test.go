@@ -511,6 +511,23 @@ func TestClientServiceFollowsAReadyProxy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ComponentProxy, selector())
 
+	// The proxy Deployment deleted (by hand, a pruning tool): clients go
+	// back to the data tier until the one created again is ready (before
+	// the fix they stayed on a proxy tier with no Pod; found by review).
+	f.refreshCache("ns")
+	require.NoError(t, f.kube.AppsV1().Deployments("ns").Delete(context.Background(), "s-proxy", metav1.DeleteOptions{}))
+	require.NoError(t, f.kubeInf.Apps().V1().Deployments().Informer().GetIndexer().Delete(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "s-proxy", Namespace: "ns"}}))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Contains(t, kube, "apply deployments s-proxy")
+	assert.Equal(t, ComponentData, selector())
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, ComponentProxy, selector())
+
 	// Proxy turned off: the Service switches back first, then the Deployment goes.
 	f.refreshCache("ns")
 	off := f.stored(kvs)

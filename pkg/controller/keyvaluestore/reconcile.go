@@ -154,6 +154,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	// The proxy tier is created only behind a ready, bootstrapped data tier;
 	// once it exists it follows the spec even while the data tier rolls.
 	want := proxyReplicas(kvs)
+	proxyExisted := proxy != nil
 	if want > 0 && (proxy != nil || (dataReady && boot.done)) {
 		applied, err := applyUnlessUnchanged(ctx, c, c.deployments, kvs, proxyName(kvs), proxyDeployment(kvs, want))
 		if err != nil {
@@ -168,7 +169,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	// moves to the proxy only once that is ready, and back to the data tier
 	// before the proxy goes.
 	if boot.done {
-		if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, kvs.Name, clientService(kvs, c.clientComponent(kvs, proxy))); err != nil {
+		if _, err := applyUnlessUnchanged(ctx, c, c.services, kvs, kvs.Name, clientService(kvs, c.clientComponent(kvs, proxy, proxyExisted))); err != nil {
 			return sts, proxy, boot, err
 		}
 	}
@@ -206,13 +207,15 @@ func (c *Controller) recordScheduledBackupEvent(kvs *v1alpha1.KeyValueStore, bef
 // its Deployment is ready, and from then on while a proxy is wanted (a
 // proxy scale-up or rollout must not send clients back and forth); the
 // data tier otherwise. Turning the proxy on therefore never points clients
-// at Pods that do not serve yet.
-func (c *Controller) clientComponent(kvs *v1alpha1.KeyValueStore, proxy *appsv1.Deployment) string {
+// at Pods that do not serve yet, nor does a proxy Deployment created again
+// (existed is false: it was not there before this pass, deleted by a user
+// or a pruning tool).
+func (c *Controller) clientComponent(kvs *v1alpha1.KeyValueStore, proxy *appsv1.Deployment, existed bool) string {
 	want := proxyReplicas(kvs)
 	if want == 0 || proxy == nil {
 		return ComponentData
 	}
-	if live, err := c.services.cached(kvs.Namespace, kvs.Name); err == nil && ours(live, kvs) &&
+	if live, err := c.services.cached(kvs.Namespace, kvs.Name); err == nil && ours(live, kvs) && existed &&
 		live.Spec.Selector[LabelComponent] == ComponentProxy {
 		return ComponentProxy
 	}
