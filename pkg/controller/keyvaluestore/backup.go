@@ -3,7 +3,9 @@ package keyvaluestore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -94,39 +96,50 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	if b.Status.Message != failed.Message {
 		why += "; then " + b.Status.Message // the next attempt cannot start
 	}
-	if down := t.dataTierDown(); down != "" {
-		why += "; " + down
+	failure := fmt.Sprintf("final backup %s: %s", b.Name, why)
+	down, err := t.dataTierDown(ctx)
+	if err != nil {
+		return stepWait{}, err
 	}
-	msg := fmt.Sprintf("final backup %s: %s. To delete the store without a final backup, annotate it %s=true",
-		b.Name, why, v1alpha1.SkipFinalBackupAnnotation)
+	msg := failure + down + fmt.Sprintf(". To delete the store without a final backup, annotate it %s=true", v1alpha1.SkipFinalBackupAnnotation)
 	if deletesClaims(kvs) {
 		msg += " (whenDeleted is Delete: its claims, and the data on them, then go without a backup)"
 	}
+	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded).DeepCopy()
 	changed, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: ReasonBackupFailed, Message: msg})
 	if err != nil {
 		return stepWait{}, err
 	}
-	if changed { // once per failed attempt
+	// Once per failed attempt: not again when only the data tier's
+	// readiness, which a crash-looping replica flips, changed the message.
+	if changed && (before == nil || before.Reason != ReasonBackupFailed || !strings.HasPrefix(before.Message, failure)) {
 		t.c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonBackupFailed, msg)
 	}
 	return stepWait{message: msg}, nil
 }
 
-// dataTierDown says why no data replica can answer the final backup, if
-// none can: a teardown does not apply the StatefulSet, so one deleted or
-// scaled to zero by hand stays so, and every attempt fails.
-func (t *teardownRun) dataTierDown() string {
-	sts := t.c.ownedStatefulSet(t.kvs)
-	switch {
-	case sts == nil:
-		return fmt.Sprintf("no data replica runs: the StatefulSet %s is gone, and a teardown does not recreate it", t.kvs.Name)
-	case ptr.Deref(sts.Spec.Replicas, 1) == 0:
-		return fmt.Sprintf("no data replica runs: the StatefulSet %s is scaled to 0, and a teardown does not scale it up", sts.Name)
-	case sts.Status.ReadyReplicas == 0:
-		return fmt.Sprintf("no data replica of StatefulSet %s is ready", sts.Name)
+// dataTierDown says, as a clause to append, why no data replica can answer
+// the final backup, if none can: a teardown does not apply the
+// StatefulSet, so one deleted or scaled to zero by hand stays so, and every
+// attempt fails. Any ready data Pod can answer, whatever the cache says
+// of the StatefulSet (one unlabelled by hand is missing from it, one
+// deleted with --cascade=orphan leaves its Pods running).
+func (t *teardownRun) dataTierDown(ctx context.Context) (string, error) {
+	pods, err := t.c.componentPods(t.kvs, ComponentData)
+	if err != nil || slices.ContainsFunc(pods, podReady) {
+		return "", err
 	}
-	return ""
+	sts, ok, err := ownedLive(ctx, t.c.statefulSets, t.kvs, t.kvs.Name)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return fmt.Sprintf("; no data replica runs: the StatefulSet %s is gone, and a teardown does not recreate it", t.kvs.Name), nil
+	case ptr.Deref(sts.Spec.Replicas, 1) == 0:
+		return fmt.Sprintf("; no data replica runs: the StatefulSet %s is scaled to 0, and a teardown does not scale it up", sts.Name), nil
+	}
+	return fmt.Sprintf("; no data replica of StatefulSet %s is ready", sts.Name), nil
 }
 
 // bootstrapUnfinished: teardown stopped the bootstrap partway (or before it

@@ -602,6 +602,21 @@ func TestTeardownScalesDownWhatTheCacheMisses(t *testing.T) {
 		kube, _ := f.writes()
 		assert.Equal(t, []string{"patch statefulsets s"}, kube, "scaled to zero on the server")
 	})
+	t.Run("proxy Pods whose ReplicaSet outlived the Deployment", func(t *testing.T) {
+		// Not the controller's to delete: it names the ReplicaSet, with a
+		// Warning (found by review).
+		kvs := newStore(deleting, withProxy(2))
+		pod := newDataPod(kvs, 0)
+		pod.Name, pod.Labels = "s-proxy-abc", labelsFor(kvs, ComponentProxy)
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "s-proxy-7f9", UID: "rs-1", Controller: ptr.To(true)}}
+		f := newFixture(t, kvs, pod)
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+		assert.Equal(t, StepScaleDownProxy, p.Reason)
+		assert.Contains(t, p.Message, "kubectl delete replicaset -n ns s-proxy-7f9")
+		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning "+StepScaleDownProxy)
+	})
 	t.Run("Pods orphaned by their StatefulSet", func(t *testing.T) {
 		kvs := newStore(deleting)
 		f := newFixture(t, kvs, dataPod(kvs, 0, nil), dataPod(kvs, 1, nil))
@@ -805,6 +820,31 @@ func (f *fixture) finishJob(name string, cond batchv1.JobConditionType) {
 	}
 	_, err = f.kube.BatchV1().Jobs("ns").UpdateStatus(ctx, job, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
+}
+
+// A failing final backup's message says when no data replica can answer
+// it, judged by the data Pods themselves (the cache may miss a StatefulSet
+// unlabelled by hand, and one deleted with --cascade=orphan leaves its Pods
+// running), and a replica's readiness flipping sends no further Warning
+// for the same failed attempt (both found by review of the fix).
+func TestFailedFinalBackupNamesADataTierThatIsDown(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	ready := newDataPod(kvs, 0)
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	f := newFixture(t, kvs, ready)
+	f.passes(kvs, 2)
+	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
+	message := func() string {
+		t.Helper()
+		f.passes(kvs, 2) // the backup's failure, then the store's
+		return meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded).Message
+	}
+	assert.NotContains(t, message(), "no data replica", "a ready data Pod answers")
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(ready))
+	assert.Contains(t, message(), "no data replica runs: the StatefulSet s is gone")
+	f.cache(ready)
+	assert.NotContains(t, message(), "no data replica")
+	assert.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning FinalBackupFailed"), "one Warning for the failed attempt")
 }
 
 // Item 4: a failing final backup is retried with exponential backoff, one

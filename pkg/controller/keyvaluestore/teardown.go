@@ -262,7 +262,30 @@ func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
 			return stepWait{}, fmt.Errorf("scale proxy Deployment %s/%s to 0: %w", t.kvs.Namespace, d.Name, err)
 		}
 	}
-	return t.waitForPods(ComponentProxy)
+	w, err := t.waitForPods(ComponentProxy)
+	if err != nil || ok || w.warn {
+		return w, err
+	}
+	// No Deployment of the store's, yet proxy Pods run: their ReplicaSet
+	// outlived it (deleted with --cascade=orphan) and keeps them. The
+	// controller does not touch ReplicaSets; the user is told which.
+	active, err := t.activePods(ComponentProxy)
+	if err != nil {
+		return stepWait{}, err
+	}
+	var sets []string
+	for _, p := range active {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" && !slices.Contains(sets, ref.Name) {
+			sets = append(sets, ref.Name)
+		}
+	}
+	if len(sets) > 0 {
+		slices.Sort(sets)
+		w.warn = true
+		w.message += fmt.Sprintf("; the proxy Deployment is gone but its ReplicaSet %s keeps them running (deleted with --cascade=orphan?): delete it, kubectl delete replicaset -n %s %s",
+			strings.Join(sets, ", "), t.kvs.Namespace, strings.Join(sets, " "))
+	}
+	return w, nil
 }
 
 // Step 4: the data tier goes to zero (the StatefulSet removes Pods highest
