@@ -98,11 +98,7 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 				require.NoError(t, err)
 				f.cache(b)
 			}
-			_, err := f.sync(kvs)
-			require.NoError(t, err)
-			f.markReady(kvs)
-			_, err = f.sync(f.stored(kvs))
-			require.NoError(t, err)
+			f.syncToReady(kvs)
 			kube, _ := f.writes()
 			assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
 			st := f.stored(kvs).Status
@@ -115,7 +111,7 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 			// The backup completing later does not start the restore: the
 			// store may have served clients in between (found by review).
 			done := completedBackup("nightly")
-			_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(context.Background(), done, metav1.CreateOptions{})
+			_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(context.Background(), done, metav1.CreateOptions{})
 			if err != nil {
 				_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), done, metav1.UpdateOptions{})
 			}
@@ -135,12 +131,9 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 // next attempt would run without it, or from other data (found by review:
 // attempt 2 ran without KVSTORE_BACKUP_NAME, as a plain bootstrap).
 func TestBootstrapRetryNeedsItsOwnBackup(t *testing.T) {
-	for name, tc := range map[string]struct {
-		change func(f *fixture, b *v1alpha1.KeyValueStoreBackup)
-		reason string
-	}{
+	for name, tc := range map[string]backupChange{
 		"deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
-			require.NoError(f.t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), b.Name, metav1.DeleteOptions{}))
+			f.deleteBackup(b)
 			require.NoError(f.t, f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer().GetIndexer().Delete(b))
 		}},
 		"replaced": {reason: ReasonBackupReplaced, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
@@ -457,13 +450,8 @@ func TestBackupWaitsForTheBootstrap(t *testing.T) {
 // by another store's, or replaced by one still being written (found by
 // review).
 func TestHeldBootstrapRunsOnlyFromItsBackup(t *testing.T) {
-	for name, tc := range map[string]struct {
-		change func(f *fixture, b *v1alpha1.KeyValueStoreBackup)
-		reason string
-	}{
-		"deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
-			require.NoError(f.t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Delete(context.Background(), b.Name, metav1.DeleteOptions{}))
-		}},
+	for name, tc := range map[string]backupChange{
+		"deleted": {reason: ReasonBackupNotFound, change: (*fixture).deleteBackup},
 		"being deleted": {reason: ReasonBackupNotFound, change: func(f *fixture, b *v1alpha1.KeyValueStoreBackup) {
 			b.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
 			b.Finalizers = []string{"example.com/remove-data"}
@@ -532,6 +520,19 @@ func TestUnlabelledBootstrapJobIsLabelledAgain(t *testing.T) {
 	assert.Equal(t, ReasonBootstrapSucceeded, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
+// backupChange is what becomes of the backup a bootstrap restores, and the
+// reason the store then fails for.
+type backupChange struct {
+	change func(f *fixture, b *v1alpha1.KeyValueStoreBackup)
+	reason string
+}
+
+// deleteBackup deletes the backup on the server, not in the cache.
+func (f *fixture) deleteBackup(b *v1alpha1.KeyValueStoreBackup) {
+	f.t.Helper()
+	require.NoError(f.t, f.kvs.KvstoreV1alpha1().KeyValueStoreBackups(b.Namespace).Delete(context.Background(), b.Name, metav1.DeleteOptions{}))
+}
+
 // bootstrapStarted is a store restoring the Completed backup "nightly",
 // its data tier ready and attempt 1's Job created.
 func bootstrapStarted(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *v1alpha1.KeyValueStoreBackup) {
@@ -539,14 +540,21 @@ func bootstrapStarted(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *v1alpha
 	src := completedBackup("nightly")
 	kvs := newStore(withBootstrap("nightly"))
 	f := newFixture(t, kvs, src)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	_, err = f.sync(f.stored(kvs))
-	require.NoError(t, err)
+	f.syncToReady(kvs)
 	kube, _ := f.writes()
 	require.Contains(t, kube, "apply jobs "+bootstrapJobName(kvs, 1))
 	return f, kvs, src
+}
+
+// syncToReady syncs a new store, marks its workloads ready and syncs it
+// again.
+func (f *fixture) syncToReady(kvs *v1alpha1.KeyValueStore) {
+	f.t.Helper()
+	_, err := f.sync(kvs)
+	require.NoError(f.t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(f.t, err)
 }
 
 // assertBootstrapFailedFor: the store failed for good, for reason.
