@@ -273,6 +273,11 @@ func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreB
 	if !metav1.IsControlledBy(job, b) {
 		return nil, &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: name, holder: holder(job)}
 	}
+	// Found on the server only: one that lost its label is never seen in
+	// the cache again, nor its end, unless it gets it back.
+	if err := c.relabelJobs(ctx, []batchv1.Job{*job}); err != nil {
+		return nil, err
+	}
 	return job, nil
 }
 

@@ -483,11 +483,25 @@ func TestHeldBootstrapRunsOnlyFromItsBackup(t *testing.T) {
 	}
 }
 
-// A bootstrap Job that lost the managed-by label drops out of the cache,
+// A Job of ours that lost the managed-by label drops out of the cache,
 // which selects on it, and Jobs are never re-applied: the label is put
 // back. Before the fix the store listed its Jobs every second for ever and
 // never saw the Job finish (found by review).
-func TestUnlabelledBootstrapJobIsLabelledAgain(t *testing.T) {
+func TestUnlabelledJobIsLabelledAgain(t *testing.T) {
+	t.Run("a backup's", func(t *testing.T) {
+		// Before the fix the backup stayed Running until something else
+		// woke its store (found by review).
+		kvs := newStore(withBackup)
+		f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		f.unlabelJob("b-1")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.Contains(t, kube, "patch jobs b-1")
+	})
 	t.Run("held", func(t *testing.T) {
 		// Before the fix: a live GET of the Job, the claims and the backup
 		// every second, and the Job never released.
