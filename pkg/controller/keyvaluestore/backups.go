@@ -203,7 +203,7 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		return c.startBackupAttempt(ctx, kvs, b, 1)
 	}
 	gone := "its Job " + backupJobName(b, attempt) + " was deleted"
-	job, err := c.backupJobOf(ctx, b, attempt)
+	job, err := c.backupJobOf(ctx, kvs, b, attempt)
 	var inTheWay *objectInTheWayError
 	if errors.As(err, &inTheWay) {
 		job, err, gone = nil, nil, "its Job was replaced: "+inTheWay.Error()
@@ -258,7 +258,7 @@ func mayRun(j *batchv1.Job) bool {
 
 // backupJobOf is the Job of the backup's attempt (nil if it does not
 // exist), read live when the cache does not have it yet.
-func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, attempt int) (*batchv1.Job, error) {
+func (c *Controller) backupJobOf(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) (*batchv1.Job, error) {
 	name := backupJobName(b, attempt)
 	job, err := c.jobKind.cached(b.Namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -275,7 +275,7 @@ func (c *Controller) backupJobOf(ctx context.Context, b *v1alpha1.KeyValueStoreB
 	}
 	// Found on the server only: one that lost its label is never seen in
 	// the cache again, nor its end, unless it gets it back.
-	if err := c.relabelJobs(ctx, []batchv1.Job{*job}); err != nil {
+	if err := c.relabelJobs(ctx, []batchv1.Job{*job}, labelsFor(kvs, ComponentBackup)); err != nil {
 		return nil, err
 	}
 	return job, nil
@@ -336,7 +336,7 @@ func (c *Controller) reachableReplicas(kvs *v1alpha1.KeyValueStore) int32 {
 // the Job and records it.
 func (c *Controller) startBackupAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) (result, error) {
 	name := backupJobName(b, attempt)
-	existing, err := c.backupJobOf(ctx, b, attempt)
+	existing, err := c.backupJobOf(ctx, kvs, b, attempt)
 	var inTheWay *objectInTheWayError
 	if errors.As(err, &inTheWay) {
 		existing, err = c.jobInTheWay(ctx, b, name)

@@ -219,7 +219,7 @@ func (c *Controller) bootstrapWithoutJobs(ctx context.Context, kvs *v1alpha1.Key
 			// A Job the cache has not seen yet, or one that lost the label
 			// the cache selects on (it would never be seen, and the
 			// bootstrap never decided): wait for it, decide nothing.
-			if err := c.relabelJobs(ctx, live); err != nil {
+			if err := c.relabelJobs(ctx, live, labelsFor(kvs, ComponentBootstrap)); err != nil {
 				return bootstrapState{}, true, err
 			}
 			return bootstrapState{requeueAfter: time.Second}, true, nil
@@ -266,15 +266,17 @@ func (c *Controller) liveBootstrapJobs(ctx context.Context, kvs *v1alpha1.KeyVal
 	return slices.DeleteFunc(list.Items, func(j batchv1.Job) bool { return !metav1.IsControlledBy(&j, kvs) }), nil
 }
 
-// relabelJobs puts back the managed-by label on Jobs the store controls
-// that lost it (by hand, or a tool's label cleanup): the controller's
-// cache holds only labelled objects, and Jobs are never re-applied.
-func (c *Controller) relabelJobs(ctx context.Context, jobs []batchv1.Job) error {
+// relabelJobs puts back labels (the component's, labelsFor) on Jobs the
+// store's objects control that lost them (by hand, or a tool's label
+// cleanup): the controller's cache holds only objects labelled managed-by,
+// finds a backup Job's store by its instance label and a store's Jobs by
+// component, and Jobs are never re-applied.
+func (c *Controller) relabelJobs(ctx context.Context, jobs []batchv1.Job, want map[string]string) error {
 	for _, j := range jobs {
-		if j.Labels[LabelManagedBy] == ManagedBy {
+		if labels.SelectorFromSet(want).Matches(labels.Set(j.Labels)) {
 			continue
 		}
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": j.UID, "labels": map[string]string{LabelManagedBy: ManagedBy}}})
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": j.UID, "labels": want}})
 		if err != nil {
 			return err
 		}
@@ -310,7 +312,7 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 	}
 	// Found on the server only (the cache missed it): one that lost its
 	// label is never seen, nor released, unless it gets it back.
-	if err := c.relabelJobs(ctx, []batchv1.Job{*job}); err != nil {
+	if err := c.relabelJobs(ctx, []batchv1.Job{*job}, labelsFor(kvs, ComponentBootstrap)); err != nil {
 		return bootstrapState{}, err
 	}
 	if first {

@@ -496,11 +496,15 @@ func TestUnlabelledJobIsLabelledAgain(t *testing.T) {
 		_, err := f.sync(kvs)
 		require.NoError(t, err)
 		f.refreshCache("ns")
-		f.unlabelJob("b-1")
+		f.unlabelJob("b-1", LabelName, LabelInstance, LabelComponent) // a label cleanup of app.kubernetes.io/*
 		_, err = f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		kube, _ := f.writes()
 		assert.Contains(t, kube, "patch jobs b-1")
+		job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), "b-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		ns, store := owner(job)
+		assert.Equal(t, "ns/s", ns+"/"+store, "its store is found again from its labels")
 	})
 	t.Run("held", func(t *testing.T) {
 		// Before the fix: a live GET of the Job, the claims and the backup
@@ -578,13 +582,15 @@ func assertBootstrapFailedFor(t *testing.T, kvs *v1alpha1.KeyValueStore, reason 
 	assert.Equal(t, reason, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 }
 
-// unlabelJob removes the managed-by label from the Job on the server, and
-// the Job from the cache, which selects on that label.
-func (f *fixture) unlabelJob(name string) {
+// unlabelJob removes labels (managed-by if none are named) from the Job on
+// the server, and the Job from the cache, which selects on managed-by.
+func (f *fixture) unlabelJob(name string, keys ...string) {
 	f.t.Helper()
 	job, err := f.kube.BatchV1().Jobs("ns").Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(f.t, err)
-	delete(job.Labels, LabelManagedBy)
+	for _, k := range append(keys, LabelManagedBy) {
+		delete(job.Labels, k)
+	}
 	_, err = f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
 	require.NoError(f.t, f.kubeInf.Batch().V1().Jobs().Informer().GetIndexer().Delete(job))

@@ -528,6 +528,21 @@ func TestClientServiceFollowsAReadyProxy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ComponentProxy, selector())
 
+	// Deleted in the foreground (a GitOps prune): the Deployment stays
+	// until its Pods are gone, and clients go to the data tier meanwhile.
+	f.refreshCache("ns")
+	going, err := f.kube.AppsV1().Deployments("ns").Get(context.Background(), "s-proxy", metav1.GetOptions{})
+	require.NoError(t, err)
+	going.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	f.cache(going)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, ComponentData, selector())
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, ComponentProxy, selector(), "back once it is no longer going")
+
 	// Proxy turned off: the Service switches back first, then the Deployment goes.
 	f.refreshCache("ns")
 	off := f.stored(kvs)
@@ -616,6 +631,15 @@ func TestTeardownScalesDownWhatTheCacheMisses(t *testing.T) {
 		assert.Equal(t, StepScaleDownProxy, p.Reason)
 		assert.Contains(t, p.Message, "kubectl delete replicaset -n ns s-proxy-7f9")
 		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning "+StepScaleDownProxy)
+
+		// Being deleted, it is going (the Deployment deleted as usual): no
+		// ReplicaSet is blamed.
+		pod.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+		f.cache(pod)
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		p = meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+		assert.NotContains(t, p.Message, "replicaset")
 	})
 	t.Run("Pods orphaned by their StatefulSet", func(t *testing.T) {
 		kvs := newStore(deleting)

@@ -154,7 +154,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	// The proxy tier is created only behind a ready, bootstrapped data tier;
 	// once it exists it follows the spec even while the data tier rolls.
 	want := proxyReplicas(kvs)
-	proxyExisted := proxy != nil
+	proxyExisted := proxy != nil && proxy.DeletionTimestamp == nil
 	if want > 0 && (proxy != nil || (dataReady && boot.done)) {
 		applied, err := applyUnlessUnchanged(ctx, c, c.deployments, kvs, proxyName(kvs), proxyDeployment(kvs, want))
 		if err != nil {
@@ -212,8 +212,8 @@ func (c *Controller) recordScheduledBackupEvent(kvs *v1alpha1.KeyValueStore, bef
 // or a pruning tool).
 func (c *Controller) clientComponent(kvs *v1alpha1.KeyValueStore, proxy *appsv1.Deployment, existed bool) string {
 	want := proxyReplicas(kvs)
-	if want == 0 || proxy == nil {
-		return ComponentData
+	if want == 0 || proxy == nil || proxy.DeletionTimestamp != nil {
+		return ComponentData // no proxy, or one going (a foreground deletion keeps it until its Pods are gone)
 	}
 	if live, err := c.services.cached(kvs.Namespace, kvs.Name); err == nil && ours(live, kvs) && existed &&
 		live.Spec.Selector[LabelComponent] == ComponentProxy {

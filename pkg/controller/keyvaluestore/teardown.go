@@ -275,7 +275,9 @@ func (t *teardownRun) scaleDownProxy(ctx context.Context) (stepWait, error) {
 	}
 	var sets []string
 	for _, p := range active {
-		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" && !slices.Contains(sets, ref.Name) {
+		// A Pod being deleted is going: the garbage collector removes a
+		// Deployment's ReplicaSet and Pods after it.
+		if ref := metav1.GetControllerOfNoCopy(p); p.DeletionTimestamp == nil && ref != nil && ref.Kind == "ReplicaSet" && !slices.Contains(sets, ref.Name) {
 			sets = append(sets, ref.Name)
 		}
 	}
