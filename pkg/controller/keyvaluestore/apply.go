@@ -38,6 +38,16 @@ type ownedKind[T metav1.Object, AC any] struct {
 	adapt func(cur T, desired AC)
 }
 
+// get reads the object from the cache, or, on a miss, from the server (the
+// cache holds only objects labelled managed-by).
+func (k ownedKind[T, AC]) get(ctx context.Context, namespace, name string) (T, error) {
+	obj, err := k.cached(namespace, name)
+	if apierrors.IsNotFound(err) {
+		return k.live(ctx, namespace, name)
+	}
+	return obj, err
+}
+
 // unchanged says cur carries, as ours in managedFields, exactly desired.
 func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
 	digest, memoable := k.memo.digest(cur, desired)
@@ -96,10 +106,7 @@ func (e *objectInTheWayError) Error() string {
 // control is never applied over: that is an *objectInTheWayError.
 func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Controller, k ownedKind[T, AC], kvs *v1alpha1.KeyValueStore, name string, desired AC) (T, error) {
 	var zero T
-	cur, err := k.cached(kvs.Namespace, name)
-	if apierrors.IsNotFound(err) {
-		cur, err = k.live(ctx, kvs.Namespace, name)
-	}
+	cur, err := k.get(ctx, kvs.Namespace, name)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return zero, fmt.Errorf("get %s %s: %w", k.kind, name, err)

@@ -260,10 +260,7 @@ func mayRun(j *batchv1.Job) bool {
 // exist), read live when the cache does not have it yet.
 func (c *Controller) backupJobOf(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int) (*batchv1.Job, error) {
 	name := backupJobName(b, attempt)
-	job, err := c.jobKind.cached(b.Namespace, name)
-	if apierrors.IsNotFound(err) {
-		job, err = c.jobKind.live(ctx, b.Namespace, name)
-	}
+	job, err := c.jobKind.get(ctx, b.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -451,7 +451,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return nil
 	}
 	c.followPreferredVersion(ctx)
-	go wait.UntilWithContext(ctx, c.followPreferredVersion, preferredVersionPeriod)
+	go func() { // from one period on: the first read is above, before the workers
+		_ = wait.PollUntilContextCancel(ctx, preferredVersionPeriod, false, func(ctx context.Context) (bool, error) {
+			c.followPreferredVersion(ctx)
+			return false, nil
+		})
+	}()
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}

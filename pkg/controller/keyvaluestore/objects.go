@@ -60,10 +60,13 @@ const (
 	slotAnnotation = v1alpha1.GroupName + "/scheduled-at"
 )
 
+// appName is the value of LabelName on everything of a store's.
+const appName = "keyvaluestore"
+
 // labelsFor returns the labels of a store's component.
 func labelsFor(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
 	return map[string]string{
-		LabelName:      "keyvaluestore",
+		LabelName:      appName,
 		LabelInstance:  kvs.Name,
 		LabelComponent: component,
 		LabelManagedBy: ManagedBy,
@@ -83,7 +86,7 @@ func selectorLabels(kvs *v1alpha1.KeyValueStore, component string) map[string]st
 // first release.
 func podSelector(kvs *v1alpha1.KeyValueStore, component string) map[string]string {
 	sel := selectorLabels(kvs, component)
-	sel[LabelName] = labelsFor(kvs, component)[LabelName]
+	sel[LabelName] = appName
 	return sel
 }
 

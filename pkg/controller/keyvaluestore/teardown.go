@@ -325,15 +325,11 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 	return t.waitForPods(ComponentData)
 }
 
-// ownedLive is the store's object of kind k named name, from the cache,
-// or else from the server (the cache holds only objects labelled as ours,
-// and a teardown does not re-apply the label); ok is false when there is
-// none of the store's.
+// ownedLive is the store's object of kind k named name, read with k.get (a
+// teardown does not re-apply the label the cache selects on); ok is false
+// when there is none of the store's.
 func ownedLive[T metav1.Object, AC any](ctx context.Context, k ownedKind[T, AC], kvs *v1alpha1.KeyValueStore, name string) (obj T, ok bool, err error) {
-	obj, err = k.cached(kvs.Namespace, name)
-	if apierrors.IsNotFound(err) {
-		obj, err = k.live(ctx, kvs.Namespace, name)
-	}
+	obj, err = k.get(ctx, kvs.Namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return obj, false, nil
