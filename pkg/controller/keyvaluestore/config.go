@@ -90,39 +90,30 @@ func (cfg Config) Run(ctx context.Context) error {
 	// the previous one's controller still runs.
 	var term sync.Mutex
 	for ctx.Err() == nil {
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            fencedLock{Interface: lock, fence: f},
-			Name:            le.ResourceName,
-			LeaseDuration:   le.LeaseDuration.Duration,
-			RenewDeadline:   le.RenewDeadline.Duration,
-			RetryPeriod:     le.RetryPeriod.Duration,
-			ReleaseOnCancel: true,
-			WatchDog:        cfg.Watchdog,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					term.Lock()
-					defer term.Unlock()
-					logger.Info("Became leader; starting the controller", "identity", identity)
-					if err := cfg.runController(ctx, kube, kvs); err != nil {
-						// Holding the Lease without a controller would stop
-						// every store's reconciles: let another replica lead.
-						logger.Error(err, "Controller failed; exiting")
-						klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-					}
-				},
-				OnStoppedLeading: func() {
-					f.close()
-					if ctx.Err() != nil {
-						logger.Info("Shutting down; leader Lease released", "identity", identity)
-						return
-					}
-					logger.Error(nil, "Lost the leader Lease; controller stopped, its writes fenced off; standing for election again", "identity", identity)
-				},
-				OnNewLeader: func(id string) {
-					if id != identity {
-						logger.Info("Another replica leads", "leader", id)
-					}
-				},
+		elector, err := cfg.newElector(&fencedLock{Interface: lock, fence: f}, leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				term.Lock()
+				defer term.Unlock()
+				logger.Info("Became leader; starting the controller", "identity", identity)
+				if err := cfg.runController(ctx, kube, kvs); err != nil {
+					// Holding the Lease without a controller would stop
+					// every store's reconciles: let another replica lead.
+					logger.Error(err, "Controller failed; exiting")
+					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+				}
+			},
+			OnStoppedLeading: func() {
+				f.close()
+				if ctx.Err() != nil {
+					logger.Info("Shutting down; leader Lease released", "identity", identity)
+					return
+				}
+				logger.Error(nil, "Lost the leader Lease; controller stopped, its writes fenced off; standing for election again", "identity", identity)
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("Another replica leads", "leader", id)
+				}
 			},
 		})
 		if err != nil {
@@ -133,6 +124,30 @@ func (cfg Config) Run(ctx context.Context) error {
 	term.Lock() // the last term's controller has returned
 	defer term.Unlock()
 	return nil
+}
+
+// newElector is one term's elector on lock. NewLeaderElector leaves the
+// watchdog unset (only client-go's RunOrDie ties the two): without
+// SetLeaderElection /livez never failed, however stuck the election.
+func (cfg Config) newElector(lock resourcelock.Interface, callbacks leaderelection.LeaderCallbacks) (*leaderelection.LeaderElector, error) {
+	le := cfg.LeaderElection
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            le.ResourceName,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		WatchDog:        cfg.Watchdog,
+		Callbacks:       callbacks,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Watchdog != nil {
+		cfg.Watchdog.SetLeaderElection(elector)
+	}
+	return elector, nil
 }
 
 // clients speak protobuf: smaller and cheaper than JSON on both wires.

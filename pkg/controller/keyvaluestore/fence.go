@@ -64,24 +64,48 @@ func (f *fence) renewedAt(t time.Time) {
 func (f *fence) close() { f.renewedAt(time.Time{}) }
 
 // fencedLock records on the fence every successful acquire or renew of the
-// Lease by this replica, and closes it on a release.
+// Lease by this replica, and closes it on a release. It also refuses a
+// release of a Lease another replica holds: client-go releases after a
+// renew deadline of failed renewals too, judging whether it leads by what it
+// last saw rather than by the record its release has just read, and would
+// otherwise write "no holder" over a new leader's Lease and take it back at
+// once, two controllers writing side by side.
 type fencedLock struct {
 	resourcelock.Interface
 	fence *fence
+
+	mu     sync.Mutex
+	holder string // in the record last read
 }
 
-func (l fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler, raw, err := l.Interface.Get(ctx)
+	if err == nil {
+		l.mu.Lock()
+		l.holder = ler.HolderIdentity
+		l.mu.Unlock()
+	}
+	return ler, raw, err
+}
+
+func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	return l.record(ler, func() error { return l.Interface.Create(ctx, ler) })
 }
 
-func (l fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	return l.record(ler, func() error { return l.Interface.Update(ctx, ler) })
 }
 
-func (l fencedLock) record(ler resourcelock.LeaderElectionRecord, write func() error) error {
+func (l *fencedLock) record(ler resourcelock.LeaderElectionRecord, write func() error) error {
 	start := l.fence.now()
 	if ler.HolderIdentity != l.Identity() {
 		l.fence.close() // a release: from now on another replica may lead
+		l.mu.Lock()
+		holder := l.holder
+		l.mu.Unlock()
+		if holder != l.Identity() {
+			return fmt.Errorf("not releasing the controller's leader Lease: %q holds it", holder)
+		}
 	}
 	err := write()
 	if err == nil && ler.HolderIdentity == l.Identity() {

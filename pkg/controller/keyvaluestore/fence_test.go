@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -18,18 +19,25 @@ func (f *fence) open() error {
 	return err
 }
 
-// fakeLock is a resourcelock.Interface whose writes succeed or fail on demand.
+// fakeLock is a resourcelock.Interface whose writes succeed or fail on
+// demand and whose reads show holder.
 type fakeLock struct {
 	resourcelock.Interface
-	id  string
-	err error
+	id      string
+	holder  string
+	err     error
+	updates int
 }
 
 func (l *fakeLock) Identity() string { return l.id }
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	return &resourcelock.LeaderElectionRecord{HolderIdentity: l.holder}, nil, nil
+}
 func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
 	return l.err
 }
 func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.updates++
 	return l.err
 }
 
@@ -76,9 +84,34 @@ func TestFenceRefusesWritesOfAStaleLeader(t *testing.T) {
 	require.NoError(t, lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}))
 	assert.NoError(t, f.open())
 
-	// Releasing the Lease closes it at once.
+	// Releasing the Lease (client-go reads it first) closes it at once.
+	lock.Interface.(*fakeLock).holder = "me"
+	_, _, err := lock.Get(context.Background())
+	require.NoError(t, err)
 	require.NoError(t, lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: ""}))
 	assert.Error(t, f.open())
+}
+
+// client-go releases the Lease (ReleaseOnCancel) after a renew deadline of
+// failed renewals too, and decides whether it holds the Lease from what it
+// last saw, not from the record its release has just read: a replica whose
+// requests hung while another took the Lease wrote "no holder" over the new
+// leader's record, took the Lease again at once and wrote beside the new
+// leader until the latter's fence closed. A release goes out only if the
+// record it read names this replica.
+func TestAReleaseNeverFreesAnotherReplicasLease(t *testing.T) {
+	f := newFence(10 * time.Second)
+	other := &fakeLock{id: "me", holder: "other"}
+	lock := &fencedLock{Interface: other, fence: f}
+	ctx := context.Background()
+	require.NoError(t, lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}))
+
+	_, _, err := lock.Get(ctx)
+	require.NoError(t, err)
+	err = lock.Update(ctx, resourcelock.LeaderElectionRecord{})
+	assert.ErrorContains(t, err, `"other" holds it`)
+	assert.Zero(t, other.updates, "the other replica's Lease is left as it is")
+	assert.Error(t, f.open(), "the fence closes all the same")
 }
 
 // Without leader election there is no fence.
@@ -126,3 +159,52 @@ func TestFenceAbandonsAWriteHeldPastItsClosing(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// renewalHangsLock takes the Lease, then hangs in every renewal, ignoring
+// its context: the stuck election the liveness watchdog is for.
+type renewalHangsLock struct {
+	fakeLock
+	taken   bool
+	release chan struct{}
+}
+
+func (l *renewalHangsLock) Describe() string   { return "test/lease" }
+func (l *renewalHangsLock) RecordEvent(string) {}
+func (l *renewalHangsLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	return &resourcelock.LeaderElectionRecord{}, nil, nil
+}
+func (l *renewalHangsLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	if l.taken {
+		<-l.release
+		return assert.AnError
+	}
+	l.taken = true
+	return nil
+}
+
+// The liveness watchdog fails once the leader stops renewing. It never did:
+// client-go ties a watchdog to its elector only in RunOrDie, which Run does
+// not use, so /livez passed whatever the election did.
+func TestTheWatchdogSeesAStuckElection(t *testing.T) {
+	cfg := Config{Watchdog: leaderelection.NewLeaderHealthzAdaptor(100 * time.Millisecond)}
+	cfg.LeaderElection.ResourceName = "test"
+	cfg.LeaderElection.LeaseDuration.Duration = time.Second
+	cfg.LeaderElection.RenewDeadline.Duration = 800 * time.Millisecond
+	cfg.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
+	lock := &renewalHangsLock{fakeLock: fakeLock{id: "me"}, release: make(chan struct{})}
+	t.Cleanup(func() { close(lock.release) })
+	leading := make(chan struct{})
+	elector, err := cfg.newElector(lock, leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(context.Context) { close(leading) },
+		OnStoppedLeading: func() {},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go elector.Run(ctx)
+	<-leading
+
+	assert.NoError(t, cfg.Watchdog.Check(nil), "renewed a moment ago")
+	assert.Eventually(t, func() bool { return cfg.Watchdog.Check(nil) != nil }, 10*time.Second, 100*time.Millisecond,
+		"the lease duration and the watchdog's timeout have passed without a renewal")
+}
