@@ -402,7 +402,7 @@ func phaseOr(p v1alpha1.KeyValueStoreBackupPhase) string {
 
 // recordBootstrapEvent tells, once per change, how the bootstrap goes.
 func (c *Controller) recordBootstrapEvent(kvs *v1alpha1.KeyValueStore, before, after *metav1.Condition) {
-	if after == nil || sameCondition(before, after) {
+	if after == nil || tellsTheSame(before, after) {
 		return
 	}
 	eventType := corev1.EventTypeNormal

@@ -98,7 +98,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		c.recordBootstrapEvent(kvs, bootstrapped, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped))
 		c.recordScheduledBackupEvent(kvs, scheduled)
 		// A refusal is told once, when it is first recorded, not per retry.
-		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !sameCondition(progressing, now) &&
+		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !tellsTheSame(progressing, now) &&
 			(now.Reason == ReasonObjectInTheWay || now.Reason == ReasonApplyFailed) {
 			c.recorder.Event(kvs, corev1.EventTypeWarning, now.Reason, now.Message)
 		}
@@ -197,7 +197,7 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 // recordScheduledBackupEvent warns, once per failed scheduled backup.
 func (c *Controller) recordScheduledBackupEvent(kvs *v1alpha1.KeyValueStore, before *metav1.Condition) {
 	after := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
-	if after == nil || after.Status == metav1.ConditionTrue || sameCondition(before, after) {
+	if after == nil || after.Status == metav1.ConditionTrue || tellsTheSame(before, after) {
 		return
 	}
 	c.recorder.Event(kvs, corev1.EventTypeWarning, after.Reason, after.Message)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,6 +219,46 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n)
+}
+
+// An event tells a condition's change once, not again with every spec
+// change: the conditions are stamped with each new generation, and an
+// Event was sent whenever the stamp moved (a BootstrapSucceeded after each
+// HPA scale step for the store's whole life; the same ScheduledBackupFailed
+// Warning after each edit). Found by review.
+func TestAnEventIsToldOnceNotPerSpecChange(t *testing.T) {
+	changeSpecTwice := func(f *fixture, kvs *v1alpha1.KeyValueStore) string {
+		var events []string
+		for i := range 2 {
+			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To(int32(4 + i)) })
+			_, err := f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			f.markReady(kvs)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			events = append(events, f.events()...)
+		}
+		return strings.Join(events, "\n")
+	}
+	t.Run("bootstrap succeeded", func(t *testing.T) {
+		f, kvs := bootstrapRunning(t)
+		f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
+		f.refreshCache("ns")
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), ReasonBootstrapSucceeded))
+		assert.NotContains(t, changeSpecTwice(f, kvs), ReasonBootstrapSucceeded)
+	})
+	t.Run("scheduled backup failed", func(t *testing.T) {
+		kvs := newStore(withSchedule("0 * * * *", 7))
+		failed := scheduledBackup(kvs, testNow, v1alpha1.BackupPhaseFailed)
+		f := newFixture(t, kvs, failed)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		require.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning ScheduledBackupFailed"))
+		assert.NotContains(t, changeSpecTwice(f, kvs), "ScheduledBackupFailed")
+	})
 }
 
 // The condition goes with the schedule: before, a failure reported while

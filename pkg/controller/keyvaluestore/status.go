@@ -237,8 +237,16 @@ func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueSto
 
 // sameCondition: equal but for lastTransitionTime (nil equals only nil).
 func sameCondition(a, b *metav1.Condition) bool {
+	return tellsTheSame(a, b) && (a == nil || a.ObservedGeneration == b.ObservedGeneration)
+}
+
+// tellsTheSame: equal in what an event would tell (nil equals only nil).
+// Conditions are stamped with each new generation; a new stamp alone is
+// nothing to tell (before, every spec change, an HPA's /scale writes among
+// them, sent the same event again).
+func tellsTheSame(a, b *metav1.Condition) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }

@@ -155,7 +155,7 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 	})
 	if err == nil {
 		t.c.recordPhaseChange(t.kvs, st)
-		if now := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing); w.warn && !sameCondition(before, now) {
+		if now := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing); w.warn && !tellsTheSame(before, now) {
 			t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, reason, w.message)
 		}
 	}
