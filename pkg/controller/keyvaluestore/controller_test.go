@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -154,9 +156,52 @@ func (f *fixture) sync(kvs *v1alpha1.KeyValueStore) (result, error) {
 	f.t.Helper()
 	f.kube.ClearActions()
 	f.kvs.ClearActions()
+	cached := f.cachedObjects()
 	res, err := f.c.sync(context.Background(), kvs.Namespace+"/"+kvs.Name)
+	f.assertCachesUnchanged(cached)
 	recordRequests(f.t.Name(), f.kube.Actions())
 	return res, err
+}
+
+// cachedObjects copies every object in the controller's caches, keyed by
+// its address there.
+func (f *fixture) cachedObjects() map[any]runtime.Object {
+	copies := map[any]runtime.Object{}
+	for _, inf := range f.informers() {
+		for _, o := range inf.GetIndexer().List() {
+			copies[o] = o.(runtime.Object).DeepCopyObject()
+		}
+	}
+	return copies
+}
+
+// assertCachesUnchanged fails the test if a sync wrote into an object of
+// the informers' caches (shared by every worker: it must copy first).
+func (f *fixture) assertCachesUnchanged(before map[any]runtime.Object) {
+	f.t.Helper()
+	for _, inf := range f.informers() {
+		for _, o := range inf.GetIndexer().List() {
+			if was, ok := before[o]; ok && !reflect.DeepEqual(was, o) {
+				f.t.Errorf("sync changed a cached %T in place:\n%s", o, cmp.Diff(was, o))
+			}
+		}
+	}
+}
+
+// informers are the controller's caches.
+func (f *fixture) informers() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{
+		f.kvsInf.Kvstore().V1alpha1().KeyValueStores().Informer(),
+		f.kvsInf.Kvstore().V1alpha1().KeyValueStoreBackups().Informer(),
+		f.kubeInf.Apps().V1().StatefulSets().Informer(),
+		f.kubeInf.Apps().V1().Deployments().Informer(),
+		f.kubeInf.Core().V1().Services().Informer(),
+		f.kubeInf.Policy().V1().PodDisruptionBudgets().Informer(),
+		f.kubeInf.Core().V1().Pods().Informer(),
+		f.kubeInf.Core().V1().PersistentVolumeClaims().Informer(),
+		f.kubeInf.Batch().V1().Jobs().Informer(),
+		f.kubeInf.Core().V1().Namespaces().Informer(),
+	}
 }
 
 // passes runs n reconciles of the store, each on a refreshed cache, and
