@@ -68,5 +68,6 @@ bench-quick: tools build ## The benchmark with tiny counts and one repetition (a
 image: ## Print the command that builds the container image (no Docker engine runs here).
 	@echo "docker build -t kvstore-apiserver:$(VERSION) --build-arg VERSION=$(VERSION) ."
 
-clean:
+clean: ## Stop the local stack if it runs (its PID files and data are in _output), then remove _output.
+	hack/local-up.sh down
 	rm -rf _output

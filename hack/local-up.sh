@@ -97,10 +97,13 @@ ours() {
   fi
 }
 
-# start NAME CMD...: runs CMD in its own session, logging to logs/NAME.log,
+# start NAME CMD...: runs CMD in its own session, logging to logs/NAME.log
+# (a previous log is kept as logs/NAME.log.<time>: a test that restarts a
+# component must not wipe what it logged before, which a failure needs),
 # and records its PID and command line.
 start() {
   local name=$1; shift
+  if [[ -s "${LOGS}/${name}.log" ]]; then mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$(date +%s%N)"; fi
   printf '%s\0' "$@" > "${PIDS}/${name}.cmdline"
   setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
   echo $! > "${PIDS}/${name}.pid"
@@ -171,10 +174,17 @@ stop_one() {
   rm -f "${PIDS}/${name}.pid" "${PIDS}/${name}.cmdline"
 }
 
-# Clients first, then kube-apiserver, then the etcds: each then exits quickly.
+# Clients first (every kvstore-apiserver replica, whatever start-kvstore
+# named it), then kube-apiserver, then the etcds: each then exits quickly.
+STOP_LAST=(kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kvstore-2 etcd-kvstore-3 etcd-kube)
 stop_order() {
-  (cd "${PIDS}" 2>/dev/null && ls kvstore-apiserver*.pid 2>/dev/null | sed 's/\.pid$//') || true
-  echo kwok kube-controller-manager kube-scheduler kube-apiserver etcd-kvstore etcd-kvstore-2 etcd-kvstore-3 etcd-kube
+  local f n
+  for f in "${PIDS}"/*.pid; do
+    [[ -e "$f" ]] || continue
+    n=$(basename "$f" .pid)
+    [[ " ${STOP_LAST[*]} " == *" $n "* ]] || echo "$n"
+  done
+  echo "${STOP_LAST[@]}"
 }
 
 down() {
@@ -201,6 +211,9 @@ running_any() {
 
 check_binaries() {
   local b
+  for b in openssl curl setsid; do
+    command -v "$b" >/dev/null || die "$b is missing: the local stack needs it (Debian: apt-get install openssl curl util-linux)"
+  done
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kvstore-apiserver; do
     [[ -x "${BIN}/${b}" ]] || die "${BIN}/${b} is missing: run make tools build"
   done
@@ -519,8 +532,8 @@ case "${1:-}" in
     # A failure stops only what this run started: a running stack stays up.
     trap 'stop_started' EXIT
     up
-    trap - EXIT
     create_example
+    trap - EXIT
     usage
     echo "  make down   # stops it"
     ;;
@@ -569,15 +582,14 @@ case "${1:-}" in
     ;;
   restart)
     # restart NAME: stop NAME if it runs, then start it again with the
-    # command line recorded when it was last started (its previous log is
-    # kept as logs/NAME.log.<time>). Used by the fault tests after a kill -9.
+    # command line recorded when it was last started. Used by the fault
+    # tests after a kill -9.
     [[ $# -ge 2 ]] || die "usage: $0 restart NAME"
     name=$2
     [[ "${name}" =~ ^[a-z0-9-]+$ ]] || die "restart: bad name ${name}"
     [[ -f "${PIDS}/${name}.cmdline" ]] || die "restart: ${name} was never started here (no ${PIDS}/${name}.cmdline)"
     mapfile -d '' cmd < "${PIDS}/${name}.cmdline"
     stop_one "${name}"
-    if [[ -f "${LOGS}/${name}.log" ]]; then mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$(date +%s%N)"; fi
     start "${name}" "${cmd[@]}"
     ;;
   *) echo "usage: $0 run|up|down|reset|restart NAME|restart-kvstore|start-kvstore|stop-kvstore" >&2; exit 2 ;;

@@ -13,7 +13,9 @@ set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 
-unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e); fuzz 10s; }
+# The benchmark's operator baseline is a module of its own: go list ./...
+# does not reach it.
+unit()        { go test -count=1 $(go list ./... | grep -v -e /test/integration -e /test/e2e); (cd test/bench/operator && go test -count=1 ./...); fuzz 10s; }
 
 # fuzz FUZZTIME: every native fuzz target (func FuzzName in a _test.go under
 # pkg/) for FUZZTIME each. The first run builds instrumented packages; later
@@ -74,8 +76,10 @@ with_stack() {
     "$@"
     return
   fi
-  hack/local-up.sh up
+  # Set before up: a failure after up's own cleanup (the example store)
+  # must not leave a stack that every later run would reuse.
   trap 'hack/local-up.sh down' EXIT
+  hack/local-up.sh up
   "$@"
   hack/local-up.sh down
   trap - EXIT

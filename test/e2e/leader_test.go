@@ -42,9 +42,7 @@ func localUp(t *testing.T, args ...string) {
 }
 
 func (r replica) pid(t *testing.T) int {
-	b, err := os.ReadFile(filepath.Join(stack.Dir, "pids", r.name+".pid"))
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := stack.PID(r.name)
 	require.NoError(t, err)
 	return pid
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,11 +19,8 @@ func stackPIDs(t *testing.T) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, name := range []string{"etcd-kube", "etcd-kvstore", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kvstore-apiserver"} {
-		b, err := os.ReadFile(filepath.Join(stack.Dir, "pids", name+".pid"))
-		require.NoError(t, err, name)
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		require.NoError(t, err, name)
-		require.NoError(t, syscall.Kill(pid, 0), "%s (pid %d) is not running", name, pid)
+		pid, err := stack.PID(name)
+		require.NoError(t, err)
 		out[name] = pid
 	}
 	return out
@@ -35,7 +33,13 @@ func TestLocalUpKeepsARunningStack(t *testing.T) {
 	localUp(t, "up")
 	assert.Equal(t, before, stackPIDs(t), "a second up restarts nothing")
 
-	// The scheduler matters least to the other tests: kill it and bring it back.
+	// The scheduler matters least to the other tests: kill it and bring it
+	// back. What it logged is kept: a restart used to empty the log, and a
+	// test's cleanup wiped the log a failure needed.
+	logPath := filepath.Join(stack.Dir, "logs", "kube-scheduler.log")
+	logged, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.NotEmpty(t, logged)
 	require.NoError(t, syscall.Kill(before["kube-scheduler"], syscall.SIGKILL))
 	require.Eventually(t, func() bool { // gone, or a zombie (no command line)
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(before["kube-scheduler"]) + "/cmdline")
@@ -44,6 +48,16 @@ func TestLocalUpKeepsARunningStack(t *testing.T) {
 	localUp(t, "up")
 	after := stackPIDs(t)
 	assert.NotEqual(t, before["kube-scheduler"], after["kube-scheduler"], "the missing component is started")
+	kept, err := filepath.Glob(logPath + ".*")
+	require.NoError(t, err)
+	var keptLogs []string
+	for _, k := range kept {
+		b, err := os.ReadFile(k)
+		require.NoError(t, err)
+		keptLogs = append(keptLogs, string(b))
+	}
+	assert.True(t, slices.ContainsFunc(keptLogs, func(l string) bool { return strings.HasPrefix(l, string(logged)) }),
+		"the killed scheduler's log is kept beside the new one (%v)", kept)
 	delete(before, "kube-scheduler")
 	delete(after, "kube-scheduler")
 	assert.Equal(t, before, after, "only the missing component is started")

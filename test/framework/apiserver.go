@@ -21,19 +21,27 @@ type APIServer struct {
 	EtcdPrefix string
 	cancel     context.CancelFunc
 	done       chan error
+	certDir    string
 }
 
 // StartAPIServer runs kvstore-apiserver in-process against etcdURL and waits
 // until /readyz passes. Extra flags are parsed after the defaults.
-func StartAPIServer(ctx context.Context, etcdURL, etcdPrefix string, extraFlags ...string) (*APIServer, error) {
+func StartAPIServer(ctx context.Context, etcdURL, etcdPrefix string, extraFlags ...string) (_ *APIServer, err error) {
 	certDir, err := os.MkdirTemp("", "kvstore-certs-")
 	if err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		os.RemoveAll(certDir)
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+			os.RemoveAll(certDir)
+		}
+	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
 	o := server.NewOptions()
@@ -71,6 +79,7 @@ func StartAPIServer(ctx context.Context, etcdURL, etcdPrefix string, extraFlags 
 		EtcdPrefix: etcdPrefix,
 		cancel:     cancel,
 		done:       make(chan error, 1),
+		certDir:    certDir,
 	}
 	go func() { s.done <- srv.GenericAPIServer.PrepareRun().RunWithContext(runCtx) }()
 
@@ -102,11 +111,12 @@ func StartAPIServer(ctx context.Context, etcdURL, etcdPrefix string, extraFlags 
 	}
 }
 
-// Stop shuts the server down and waits for it.
+// Stop shuts the server down, waits for it and removes its certificates.
 func (s *APIServer) Stop() {
 	s.cancel()
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
 	}
+	os.RemoveAll(s.certDir)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -74,6 +75,9 @@ func StartEtcd(ctx context.Context, logDir string) (*Etcd, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A test binary that panics or times out exits without its deferred
+	// Stop: etcd must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
@@ -88,6 +92,7 @@ func StartEtcd(ctx context.Context, logDir string) (*Etcd, error) {
 		}
 		select {
 		case <-e.done:
+			os.RemoveAll(dataDir)
 			return nil, fmt.Errorf("etcd exited early; see %s", logFile.Name())
 		case <-deadline.Done():
 			e.Stop()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -236,3 +237,45 @@ func WaitFor(ctx context.Context, timeout time.Duration, cond func(context.Conte
 // Owned says whether EnsureStack brought the stack up (and Stop will tear
 // it down), rather than reusing a running one.
 func (s *Stack) Owned() bool { return s.started }
+
+// PID returns the PID of the stack's component name, only while it is the
+// process local-up started: its command line matches pids/NAME.cmdline and
+// it is no zombie. A PID file outlives its process, whose PID may be
+// another's by now, so nothing is signalled on the PID file alone.
+func (s *Stack) PID(name string) (int, error) {
+	dir := filepath.Join(s.Dir, "pids")
+	b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+	if err != nil {
+		return 0, fmt.Errorf("%s: no PID file: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: bad PID file: %w", name, err)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, name+".cmdline"))
+	if err != nil {
+		return 0, fmt.Errorf("%s: no cmdline record: %w", name, err)
+	}
+	got, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Equal(got, want) {
+		return 0, fmt.Errorf("%s: PID %d is not running it", name, pid)
+	}
+	if state, err := procState(pid); err == nil && state == "Z" {
+		return 0, fmt.Errorf("%s: PID %d is a zombie", name, pid)
+	}
+	return pid, nil
+}
+
+// procState is the state letter of /proc/PID/stat (R, S, Z, ...).
+func procState(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return "", fmt.Errorf("bad stat")
+	}
+	return s[i+2 : i+3], nil
+}

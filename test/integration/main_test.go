@@ -28,13 +28,20 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	ctx := context.Background()
 	logDir, err := os.MkdirTemp("", "kvstore-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer func() { // etcd's log is kept for a failure to be read
+		if code == 0 {
+			os.RemoveAll(logDir)
+		} else {
+			fmt.Fprintln(os.Stderr, "integration: etcd's log is in", logDir)
+		}
+	}()
 	etcd, err = framework.StartEtcd(ctx, logDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)

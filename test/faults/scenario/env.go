@@ -5,7 +5,6 @@
 package scenario
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -96,43 +94,8 @@ func (e *Env) logf(format string, args ...any) {
 }
 
 // PID returns the PID of component name, only while it is the process
-// local-up started (its command line matches pids/NAME.cmdline).
-func (e *Env) PID(name string) (int, error) {
-	dir := filepath.Join(e.Stack.Dir, "pids")
-	b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
-	if err != nil {
-		return 0, fmt.Errorf("%s: no PID file: %w", name, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("%s: bad PID file: %w", name, err)
-	}
-	want, err := os.ReadFile(filepath.Join(dir, name+".cmdline"))
-	if err != nil {
-		return 0, fmt.Errorf("%s: no cmdline record: %w", name, err)
-	}
-	got, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.Equal(got, want) {
-		return 0, fmt.Errorf("%s: PID %d is not running it", name, pid)
-	}
-	if state, err := procState(pid); err == nil && state == "Z" {
-		return 0, fmt.Errorf("%s: PID %d is a zombie", name, pid)
-	}
-	return pid, nil
-}
-
-func procState(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return "", fmt.Errorf("bad stat")
-	}
-	return s[i+2 : i+3], nil
-}
+// local-up started.
+func (e *Env) PID(name string) (int, error) { return e.Stack.PID(name) }
 
 // Alive says whether component name runs.
 func (e *Env) Alive(name string) bool {
