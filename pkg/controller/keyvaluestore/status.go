@@ -114,25 +114,76 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 			msg = boot.condition.Message
 		}
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonBootstrapping, msg)
-	case wasReady && gen != readyGeneration:
-		st.Phase = v1alpha1.PhaseUpgrading
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
 	case wasReady:
-		// Same spec that was once fully ready: replicas were lost.
-		st.Phase = v1alpha1.PhaseDegraded
-		degraded = true
+		// At the generation once fully ready, what is missing was lost; at
+		// a newer one, only what the change cannot explain.
+		newGeneration := gen != readyGeneration
+		if newGeneration {
+			set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
+		}
+		st.Phase = v1alpha1.PhaseUpgrading
+		if !newGeneration || lostReplicas(kvs, sts, proxy, newGeneration) {
+			st.Phase = v1alpha1.PhaseDegraded
+			degraded = true
+		}
 	default:
 		st.Phase = v1alpha1.PhaseCreating
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonCreating, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
 	}
-	if degraded {
+	switch {
+	case degraded && st.ReadyReplicas >= desired && !proxyReady:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d proxy replicas ready", st.ProxyReadyReplicas, proxyReplicas(kvs)))
+	case degraded:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d data replicas ready", st.ReadyReplicas, desired))
-	} else {
+	default:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
 	}
 	// Last: observedGeneration says the whole status reflects this generation.
 	st.ObservedGeneration = gen
 	return st
+}
+
+// lostReplicas tells, for a store that was once fully Ready and is not now,
+// replicas lost from replicas a change has not brought up yet, by the
+// status last written (kvs.Status; only this controller writes it, so it
+// holds across restarts): a loss leaves fewer ready replicas than were
+// recorded (a rollout of a new generation replaces one data replica at a
+// time, and the proxy Deployment's rollout as many as it may), and Degraded,
+// once recorded, holds until the store is Ready again. A scale-up only adds
+// replicas that were never ready. A replica lost in the middle of a rollout,
+// while the rollout has one down, goes unseen.
+func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, newGeneration bool) bool {
+	was := &kvs.Status
+	if meta.IsStatusConditionTrue(was.Conditions, v1alpha1.ConditionDegraded) {
+		return true
+	}
+	ready, floor := int32(0), min(was.ReadyReplicas, ptr.Deref(kvs.Spec.Replicas, 1))
+	if sts != nil {
+		ready = min(sts.Status.ReadyReplicas, sts.Status.Replicas)
+		if newGeneration && statefulSetRollingOut(sts) {
+			floor--
+		}
+	}
+	if ready < floor {
+		return true
+	}
+	proxyReady := int32(0)
+	if proxy != nil {
+		proxyReady = proxy.Status.ReadyReplicas
+	}
+	return proxyReady < min(was.ProxyReadyReplicas, proxyReplicas(kvs)) && !(newGeneration && deploymentRollingOut(proxy))
+}
+
+// statefulSetRollingOut says the StatefulSet is replacing Pods with a new
+// revision of its template.
+func statefulSetRollingOut(sts *appsv1.StatefulSet) bool {
+	return sts.Status.ObservedGeneration < sts.Generation || sts.Status.CurrentRevision != sts.Status.UpdateRevision
+}
+
+// deploymentRollingOut says the Deployment has not brought all of its
+// replicas to its latest template.
+func deploymentRollingOut(d *appsv1.Deployment) bool {
+	return d != nil && (d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < ptr.Deref(d.Spec.Replicas, 1))
 }
 
 // isPermanent says an apply error will not go away by retrying the same spec

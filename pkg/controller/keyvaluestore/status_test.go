@@ -17,15 +17,113 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
-// wasReadyAt marks a store as having been fully ready at generation gen.
+// wasReadyAt marks a store as having been fully ready at generation gen,
+// all three replicas ready.
 func wasReadyAt(kvs *v1alpha1.KeyValueStore, gen int64) {
+	kvs.Status.Phase = v1alpha1.PhaseReady
 	kvs.Status.CurrentImage = "redis:7.2"
+	kvs.Status.Replicas, kvs.Status.ReadyReplicas, kvs.Status.UpdatedReplicas = 3, 3, 3
 	meta.SetStatusCondition(&kvs.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonRolloutComplete, ObservedGeneration: gen})
+}
+
+// A replica lost is Degraded whatever the spec does meanwhile. Before, any
+// new generation read Upgrading (Degraded=False) until the replica came
+// back: a backup schedule or a `keep` edited, an HPA's /scale write of the
+// same count, each hid a lost replica. What a change has not brought up yet
+// is told from what was lost by the status last written: a loss takes a
+// ready replica the store had (a rollout of the new generation takes one at
+// a time), and Degraded holds until the store is Ready again.
+func TestObserveTellsLostReplicasFromAChange(t *testing.T) {
+	lose := func(s *appsv1.StatefulSet, n int32) *appsv1.StatefulSet {
+		s.Status.ReadyReplicas -= n
+		return s
+	}
+	tests := []struct {
+		name     string
+		setup    func(*v1alpha1.KeyValueStore) *appsv1.StatefulSet
+		want     v1alpha1.KeyValueStorePhase
+		degraded bool
+	}{
+		{"lost, recorded, then a spec change that touches no workload", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Status.Phase, k.Status.ReadyReplicas = v1alpha1.PhaseDegraded, 2
+			meta.SetStatusCondition(&k.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonReplicasLost, ObservedGeneration: 1})
+			k.Generation = 2
+			return lose(readySts("redis:7.2", 3), 1)
+		}, v1alpha1.PhaseDegraded, true},
+		{"lost in the same pass as a spec change that touches no workload", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Generation = 2
+			return lose(readySts("redis:7.2", 3), 1)
+		}, v1alpha1.PhaseDegraded, true},
+		{"lost, recorded, then an image change", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Status.Phase, k.Status.ReadyReplicas = v1alpha1.PhaseDegraded, 2
+			meta.SetStatusCondition(&k.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonReplicasLost, ObservedGeneration: 1})
+			k.Generation, k.Spec.Image = 2, "redis:7.4"
+			s := lose(readySts("redis:7.4", 3), 1)
+			s.Status.CurrentRevision = "r1"
+			return s
+		}, v1alpha1.PhaseDegraded, true},
+		{"scale-up: its newest replica not ready yet", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Generation, k.Spec.Replicas = 2, ptr.To(int32(4))
+			return lose(readySts("redis:7.2", 4), 1)
+		}, v1alpha1.PhaseUpgrading, false},
+		{"scale-up: a replica the store had lost meanwhile", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Generation, k.Spec.Replicas = 2, ptr.To(int32(4))
+			return lose(readySts("redis:7.2", 4), 2)
+		}, v1alpha1.PhaseDegraded, true},
+		{"image rollout: the replica being replaced", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Generation, k.Spec.Image = 2, "redis:7.4"
+			s := lose(readySts("redis:7.4", 3), 1)
+			s.Status.CurrentRevision, s.Status.UpdatedReplicas = "r1", 1
+			return s
+		}, v1alpha1.PhaseUpgrading, false},
+		{"image rollout: two replicas down", func(k *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+			wasReadyAt(k, 1)
+			k.Generation, k.Spec.Image = 2, "redis:7.4"
+			s := lose(readySts("redis:7.4", 3), 2)
+			s.Status.CurrentRevision, s.Status.UpdatedReplicas = "r1", 1
+			return s
+		}, v1alpha1.PhaseDegraded, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kvs := newStore()
+			sts := tc.setup(kvs)
+			st := observe(kvs, sts, nil, nil, bootstrapState{done: true})
+			assert.Equal(t, tc.want, st.Phase)
+			assert.Equal(t, tc.degraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
+			for _, c := range st.Conditions {
+				assert.Equal(t, kvs.Generation, c.ObservedGeneration, c.Type)
+			}
+		})
+	}
+}
+
+// A lost proxy replica is Degraded too, after a spec change as before one.
+func TestObserveTellsALostProxyReplicaFromAChange(t *testing.T) {
+	kvs := newStore()
+	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptrInt32(2), Image: "envoy:1"}
+	wasReadyAt(kvs, 1)
+	kvs.Status.ProxyReadyReplicas = 2
+	kvs.Generation = 2
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptrInt32(2)},
+		Status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 1, ReadyReplicas: 1}}
+	st := observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true})
+	assert.Equal(t, v1alpha1.PhaseDegraded, st.Phase)
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	require.NotNil(t, c)
+	assert.Equal(t, "only 1/2 proxy replicas ready", c.Message)
 }
 
 func TestObservePhases(t *testing.T) {
