@@ -278,6 +278,14 @@ func TestTeardownStopsARunningBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Equal(t, []string{"delete jobs s-bootstrap-1"}, kube)
+	// In the foreground, so the Job stays until its Pods are gone: deleted
+	// in the background it went at once, and the bootstrap counted as
+	// stopped while its Pod could still write (untested before).
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(core.DeleteAction); ok {
+			assert.Equal(t, ptr.To(metav1.DeletePropagationForeground), d.GetDeleteOptions().PropagationPolicy)
+		}
+	}
 	assert.Equal(t, StepStopBootstrap, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
 
 	// Its Pod stuck terminating (its Node gone) is named, as the data and
@@ -536,6 +544,37 @@ func TestUnlabelledJobIsLabelledAgain(t *testing.T) {
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Equal(t, ReasonBootstrapSucceeded, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+}
+
+// BackupReplaced is for good: once the failed attempt's Job is gone (a
+// TTL), no new restore starts from the backup that replaced the one given,
+// over a store that may have served clients meanwhile (untested before:
+// the reason could leave failedForGood without a test failing).
+func TestBootstrapFromAReplacedBackupStaysFailed(t *testing.T) {
+	f, kvs, src := bootstrapStarted(t)
+	f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobFailed)
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	b := src.DeepCopy()
+	b.UID = "uid-other"
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), b, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.cache(b)
+	f.now = f.now.Add(backupBackoff(1))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assertBootstrapFailedFor(t, f.stored(kvs), ReasonBackupReplaced)
+
+	f.deleteJob(bootstrapJobName(kvs, 1))
+	for range 3 {
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		kube, _ := f.writes()
+		assert.NotContains(t, strings.Join(kube, " "), "apply jobs")
+	}
+	assertBootstrapFailedFor(t, f.stored(kvs), ReasonBackupReplaced)
 }
 
 // backupChange is what becomes of the backup a bootstrap restores, and the
