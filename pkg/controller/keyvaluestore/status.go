@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,8 +131,14 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		st.Phase = v1alpha1.PhaseCreating
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonCreating, fmt.Sprintf("%d/%d data replicas ready", st.ReadyReplicas, desired))
 	}
+	if st.Phase == v1alpha1.PhaseFailed && !(dataReady && proxyReady) &&
+		meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionDegraded) {
+		degraded = true // a refused apply does not bring lost replicas back
+	}
 	switch {
-	case degraded && st.ReadyReplicas >= desired && !proxyReady:
+	case degraded && st.ReadyReplicas >= desired && proxyReady:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, "replicas were lost; Degraded until the store is Ready again")
+	case degraded && st.ReadyReplicas >= desired:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d proxy replicas ready", st.ProxyReadyReplicas, proxyReplicas(kvs)))
 	case degraded:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d data replicas ready", st.ReadyReplicas, desired))
@@ -147,20 +154,23 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 // replicas lost from replicas a change has not brought up yet, by the
 // status last written (kvs.Status; only this controller writes it, so it
 // holds across restarts): a loss leaves fewer ready replicas than were
-// recorded (a rollout of a new generation replaces one data replica at a
-// time, and the proxy Deployment's rollout as many as it may), and Degraded,
-// once recorded, holds until the store is Ready again. A scale-up only adds
-// replicas that were never ready. A replica lost in the middle of a rollout,
-// while the rollout has one down, goes unseen.
+// recorded, and Degraded, once recorded, holds until the store is Ready
+// again. A scale-up only adds replicas that were never ready. A rollout of
+// a new generation replaces one data replica at a time: one below a
+// recorded full count is allowed it, once (what was recorded mid-rollout
+// already lacks that one), whichever replica it is; the proxy Deployment's
+// rollout may have as many down as its strategy lets it until it reports
+// the rollout complete.
 func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, newGeneration bool) bool {
 	was := &kvs.Status
 	if meta.IsStatusConditionTrue(was.Conditions, v1alpha1.ConditionDegraded) {
 		return true
 	}
-	ready, floor := int32(0), min(was.ReadyReplicas, ptr.Deref(kvs.Spec.Replicas, 1))
+	desired := ptr.Deref(kvs.Spec.Replicas, 1)
+	ready, floor := int32(0), min(was.ReadyReplicas, desired)
 	if sts != nil {
 		ready = min(sts.Status.ReadyReplicas, sts.Status.Replicas)
-		if newGeneration && statefulSetRollingOut(sts) {
+		if newGeneration && sts.Status.CurrentRevision != sts.Status.UpdateRevision && was.ReadyReplicas >= desired {
 			floor--
 		}
 	}
@@ -174,16 +184,30 @@ func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *a
 	return proxyReady < min(was.ProxyReadyReplicas, proxyReplicas(kvs)) && !(newGeneration && deploymentRollingOut(proxy))
 }
 
-// statefulSetRollingOut says the StatefulSet is replacing Pods with a new
-// revision of its template.
-func statefulSetRollingOut(sts *appsv1.StatefulSet) bool {
-	return sts.Status.ObservedGeneration < sts.Generation || sts.Status.CurrentRevision != sts.Status.UpdateRevision
+// deploymentRollingOut says the Deployment has not reported its latest
+// template rolled out and available: with all replicas updated it may
+// still have scaled the old ReplicaSet down before the last new Pod is
+// ready (maxUnavailable), which the counts alone read as a loss.
+func deploymentRollingOut(d *appsv1.Deployment) bool {
+	if d == nil {
+		return false
+	}
+	c := deploymentCondition(d, appsv1.DeploymentProgressing)
+	return d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < ptr.Deref(d.Spec.Replicas, 1) ||
+		c == nil || c.Reason != deploymentRolloutComplete
 }
 
-// deploymentRollingOut says the Deployment has not brought all of its
-// replicas to its latest template.
-func deploymentRollingOut(d *appsv1.Deployment) bool {
-	return d != nil && (d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < ptr.Deref(d.Spec.Replicas, 1))
+// deploymentRolloutComplete is the reason of a Deployment's Progressing
+// condition once its newest ReplicaSet is fully available (the deployment
+// controller's NewRSAvailableReason).
+const deploymentRolloutComplete = "NewReplicaSetAvailable"
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	i := slices.IndexFunc(d.Status.Conditions, func(c appsv1.DeploymentCondition) bool { return c.Type == t })
+	if i < 0 {
+		return nil
+	}
+	return &d.Status.Conditions[i]
 }
 
 // isPermanent says an apply error will not go away by retrying the same spec

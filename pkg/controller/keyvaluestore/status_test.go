@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -110,6 +111,138 @@ func TestObserveTellsLostReplicasFromAChange(t *testing.T) {
 	}
 }
 
+// statefulSetState is what a StatefulSet's status shows at one step (its
+// generation 2 observed unless told; revisions r1 and r2).
+type statefulSetState struct {
+	spec, replicas, ready, updated int32
+	rolling, unobserved            bool
+}
+
+func dataStatefulSet(s statefulSetState) *appsv1.StatefulSet {
+	sts := readySts("redis:7.2", s.spec)
+	sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.UpdatedReplicas = s.replicas, s.ready, s.updated
+	if s.rolling {
+		sts.Status.CurrentRevision = "r1"
+	}
+	if s.unobserved {
+		sts.Status.ObservedGeneration = 1
+	}
+	return sts
+}
+
+// deploymentState is what the proxy Deployment's status shows at one step;
+// complete: its Progressing condition says the newest ReplicaSet is available.
+type deploymentState struct {
+	spec, replicas, updated, ready int32
+	complete                       bool
+}
+
+func proxyAt(d deploymentState) *appsv1.Deployment {
+	reason := "ReplicaSetUpdated"
+	if d.complete {
+		reason = deploymentRolloutComplete
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(d.spec)},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: d.replicas, UpdatedReplicas: d.updated, ReadyReplicas: d.ready, AvailableReplicas: d.ready,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: reason}}}}
+}
+
+// Status, step by step, each pass starting from what the one before wrote
+// (as after a restart: the controller keeps nothing else), with the
+// StatefulSet's and the Deployment's statuses as their controllers write
+// them. Found by review: the last step of a proxy rollout of four replicas
+// read as a loss; losses during a stalled rollout added up unseen, one per
+// pass, down to none ready; a refused apply forgot a loss.
+func TestObserveStories(t *testing.T) {
+	type step struct {
+		sts      statefulSetState
+		proxy    *deploymentState
+		applyErr error
+		phase    v1alpha1.KeyValueStorePhase
+		degraded bool
+	}
+	up, ready, degraded := v1alpha1.PhaseUpgrading, v1alpha1.PhaseReady, v1alpha1.PhaseDegraded
+	inTheWay := &objectInTheWayError{kind: "PersistentVolumeClaim", namespace: "ns", name: "data-s-3", problem: "bound by another store"}
+	stories := []struct {
+		name   string
+		proxy  int32
+		change func(*v1alpha1.KeyValueStore)
+		steps  []step
+	}{
+		{"scale-up 3 to 5", 0, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To(int32(5)) }, []step{
+			{sts: statefulSetState{spec: 5, replicas: 3, ready: 3, updated: 3, unobserved: true}, phase: up},
+			{sts: statefulSetState{spec: 5, replicas: 4, ready: 3, updated: 4}, phase: up},
+			{sts: statefulSetState{spec: 5, replicas: 4, ready: 4, updated: 4}, phase: up},
+			{sts: statefulSetState{spec: 5, replicas: 5, ready: 4, updated: 5}, phase: up},
+			{sts: statefulSetState{spec: 5, replicas: 5, ready: 5, updated: 5}, phase: ready},
+		}},
+		{"image rollout with a scale-up to 4", 0, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To(int32(4)) }, []step{
+			{sts: statefulSetState{spec: 4, replicas: 3, ready: 3, updated: 3, unobserved: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 3, updated: 1, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 4, updated: 1, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 3, ready: 3, updated: 1, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 3, updated: 2, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 4, updated: 2, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 3, ready: 3, updated: 2, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 3, updated: 3, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 4, replicas: 4, ready: 4, updated: 4}, phase: ready},
+		}},
+		{"losses during a stalled rollout", 0, nil, []step{
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 0, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 2, ready: 2, updated: 0, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 1, rolling: true}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 1, updated: 1, rolling: true}, phase: degraded, degraded: true},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 0, updated: 1, rolling: true}, phase: degraded, degraded: true},
+		}},
+		{"a loss and a scale-up seen in one pass after a restart", 0, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To(int32(5)) }, []step{
+			{sts: statefulSetState{spec: 5, replicas: 3, ready: 2, updated: 3, unobserved: true}, phase: degraded, degraded: true},
+			{sts: statefulSetState{spec: 5, replicas: 3, ready: 2, updated: 3}, phase: degraded, degraded: true},
+		}},
+		{"proxy rollout of four replicas", 4, nil, []step{
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 5, updated: 1, ready: 4}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 1, ready: 3}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 5, updated: 4, ready: 4}, phase: up},
+			// The old ReplicaSet scaled down before the last new Pod is ready.
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 4, ready: 3}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 4, ready: 4, complete: true}, phase: ready},
+		}},
+		{"a refused apply does not forget a loss", 0, nil, []step{
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 3}, phase: degraded, degraded: true},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 3}, applyErr: inTheWay, phase: v1alpha1.PhaseFailed, degraded: true},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 3}, phase: degraded, degraded: true},
+		}},
+	}
+	for _, story := range stories {
+		t.Run(story.name, func(t *testing.T) {
+			kvs := newStore()
+			if story.proxy > 0 {
+				kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To(story.proxy), Image: "envoy:1"}
+			}
+			full := deploymentState{spec: story.proxy, replicas: story.proxy, updated: story.proxy, ready: story.proxy, complete: true}
+			deployment := func(d *deploymentState) *appsv1.Deployment {
+				if story.proxy == 0 {
+					return nil
+				}
+				if d == nil {
+					d = &full
+				}
+				return proxyAt(*d)
+			}
+			kvs.Status = observe(kvs, readySts("redis:7.2", 3), deployment(nil), nil, bootstrapState{done: true})
+			require.Equal(t, ready, kvs.Status.Phase)
+			kvs.Generation++
+			if story.change != nil {
+				story.change(kvs)
+			}
+			for i, s := range story.steps {
+				kvs.Status = observe(kvs, dataStatefulSet(s.sts), deployment(s.proxy), s.applyErr, bootstrapState{done: true})
+				assert.Equal(t, s.phase, kvs.Status.Phase, "step %d: %+v", i, s.sts)
+				assert.Equal(t, s.degraded, meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionDegraded), "step %d: %+v", i, s.sts)
+			}
+		})
+	}
+}
+
 // A lost proxy replica is Degraded too, after a spec change as before one.
 func TestObserveTellsALostProxyReplicaFromAChange(t *testing.T) {
 	kvs := newStore()
@@ -117,8 +250,7 @@ func TestObserveTellsALostProxyReplicaFromAChange(t *testing.T) {
 	wasReadyAt(kvs, 1)
 	kvs.Status.ProxyReadyReplicas = 2
 	kvs.Generation = 2
-	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptrInt32(2)},
-		Status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 1, ReadyReplicas: 1}}
+	d := proxyAt(deploymentState{spec: 2, replicas: 2, updated: 2, ready: 1, complete: true})
 	st := observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true})
 	assert.Equal(t, v1alpha1.PhaseDegraded, st.Phase)
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
