@@ -242,19 +242,31 @@ func TestScheduledBackupsSurviveFailover(t *testing.T) {
 		}
 		return nil
 	}))
+	// Pruned down to keep: exactly two Completed, and a scheduled backup
+	// seen before is gone (before, "at most two Completed" held at once,
+	// before the third slot's Job had finished, so pruning was never seen).
 	require.NoError(t, framework.WaitFor(ctx, time.Minute, func(ctx context.Context) error {
 		list, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		completed := 0
+		listed, completed := map[string]bool{}, 0
 		for _, b := range list.Items {
-			if b.Status.Phase == v1alpha1.BackupPhaseCompleted {
+			listed[b.Name] = true
+			if b.Spec.Reason == v1alpha1.BackupReasonScheduled && b.Status.Phase == v1alpha1.BackupPhaseCompleted {
 				completed++
 			}
 		}
-		if completed > 2 {
-			return fmt.Errorf("%d Completed scheduled backups kept, keep is 2", completed)
+		mu.Lock()
+		pruned := false
+		for _, names := range seen {
+			for name := range names {
+				pruned = pruned || !listed[name]
+			}
+		}
+		mu.Unlock()
+		if completed != 2 || !pruned {
+			return fmt.Errorf("%d Completed scheduled backups (keep is 2), one pruned: %v", completed, pruned)
 		}
 		return nil
 	}))
@@ -381,6 +393,7 @@ func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
 	waitGone(t, kvs, ns, "again")
 	kept, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-again-0", metav1.GetOptions{})
 	require.NoError(t, err, "the claim is kept (Retain)")
+	require.Nil(t, kept.DeletionTimestamp, "the claim is kept (Retain), not being deleted")
 	first := kept.Labels["kvstore.io/store-uid"]
 	require.NotEmpty(t, first, "the StatefulSet controller gave the claim its template's store-uid label")
 

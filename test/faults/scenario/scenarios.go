@@ -187,8 +187,9 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 	}
 	// The other replica acquires a Lease it last saw renewed leaseDuration
 	// ago, at its next retry (up to 2.4 s later, jittered): 5 s of margin
-	// was once not enough on a loaded 2-core machine (no hand-over at all).
-	pause := leaseDuration + 10*time.Second
+	// was once not enough on a loaded 2-core machine (no hand-over at all),
+	// 10 s left 4.5 s in CI. A pause with no hand-over fails the scenario.
+	pause := leaseDuration + 15*time.Second
 	return e.Run(ctx, "leader-pause", fmt.Sprintf("controller leader SIGSTOP for %s (lease %s), then SIGCONT", pause, leaseDuration), outDir, e.DefaultShape(),
 		func(ctx context.Context, s *Session) error {
 			var leader Replica
@@ -241,13 +242,12 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 			if acquired.IsZero() {
 				return fmt.Errorf("cannot read the Lease's acquireTime")
 			}
-			if !handedOver(acquired, t0) {
-				// The paused leader still holds the Lease it acquired before
-				// the pause: no other replica led, so its writes after
-				// SIGCONT are a leader's, not a second writer's.
+			if failover < 0 || !handedOver(acquired, t0) {
+				// No other replica led: there was no second writer to
+				// measure, and the scenario tested nothing (it passed so).
 				s.Report.fact("the Lease changed hands during the pause", false)
 				s.Report.fact("the holder acquired the Lease at", acquired.Format(time.RFC3339Nano))
-				return nil
+				return fmt.Errorf("no other replica took the Lease during the %s pause", pause)
 			}
 			s.Report.fact("new leader acquired the Lease at", acquired.Format(time.RFC3339Nano))
 			s.Report.figure("Lease acquired by the new leader", acquired.Sub(t0), "SIGSTOP of the leader")
@@ -274,7 +274,8 @@ func leaderSIGTERM(ctx context.Context, e *Env, outDir string) *Report {
 			if err := e.Signal(leader.Name, syscall.SIGTERM); err != nil {
 				return err
 			}
-			s.Report.figure("graceful failover (the other replica leads)", Since(ctx, t0, leaseDuration+10*time.Second, func() bool { return e.Leading(other) }), "SIGTERM of the leader")
+			failover := Since(ctx, t0, leaseDuration+10*time.Second, func() bool { return e.Leading(other) })
+			s.Report.figure("graceful failover (the other replica leads)", failover, "SIGTERM of the leader")
 			s.Report.figure("the old leader exits", Since(ctx, t0, time.Minute, func() bool { return !e.Alive(leader.Name) }), "SIGTERM of the leader")
 			if _, err := e.EnsureReplicas(ctx, Main, B); err != nil {
 				return err
@@ -286,8 +287,17 @@ func leaderSIGTERM(ctx context.Context, e *Env, outDir string) *Report {
 			if acquired.IsZero() {
 				return fmt.Errorf("cannot read the Lease's acquireTime")
 			}
+			if failover < 0 || !handedOver(acquired, t0) {
+				// A release nobody took also writes a new acquireTime: the
+				// dual-write measurement would count nothing and pass.
+				return fmt.Errorf("%s did not take the Lease released by %s", other.Name, leader.Name)
+			}
 			s.Report.figure("Lease acquired by the new leader", acquired.Sub(t0), "SIGTERM of the leader")
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-sigterm", tr, 90*time.Second), "old leader restarted")
+			reconciling := s.ProbeStore(ctx, nil, "probe-after-sigterm", tr, 90*time.Second)
+			s.Report.figure("controller reconciling (new store Ready)", reconciling, "old leader restarted")
+			if reconciling < 0 {
+				return fmt.Errorf("no controller reconciled a new store within 90s of the hand-over")
+			}
 			return e.dualWrites(s, leader, t0, t0, "SIGTERM", acquired)
 		})
 }
