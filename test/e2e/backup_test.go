@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -303,7 +304,10 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	require.NoError(t, err)
 	services, err := kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=restored"})
 	require.NoError(t, err)
-	var jobDone, proxyCreated, clientsServed time.Time
+	// Each by the resourceVersion of its write: kube-apiserver's come from
+	// one etcd counter and order writes across the three watches, which
+	// deliver independently (their arrival times do not).
+	var jobDone, proxyCreated, clientsServed uint64
 	var phases []v1alpha1.KeyValueStorePhase
 	var mu sync.Mutex
 	added := func(e watch.Event) bool { return e.Type == watch.Added }
@@ -330,11 +334,11 @@ func TestRestoreBootstrapsBeforeTheProxy(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	require.False(t, jobDone.IsZero(), "the bootstrap Job never completed")
-	require.False(t, proxyCreated.IsZero(), "the proxy was never created")
-	assert.True(t, jobDone.Before(proxyCreated), "the proxy comes only after the bootstrap succeeded")
-	require.False(t, clientsServed.IsZero(), "the client Service was never created")
-	assert.True(t, jobDone.Before(clientsServed), "the client Service comes only after the bootstrap succeeded")
+	require.NotZero(t, jobDone, "the bootstrap Job never completed")
+	require.NotZero(t, proxyCreated, "the proxy was never created")
+	assert.Less(t, jobDone, proxyCreated, "the proxy comes only after the bootstrap succeeded")
+	require.NotZero(t, clientsServed, "the client Service was never created")
+	assert.Less(t, jobDone, clientsServed, "the client Service comes only after the bootstrap succeeded")
 	k, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Get(ctx, "restored", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, meta.IsStatusConditionTrue(k.Status.Conditions, v1alpha1.ConditionBootstrapped))
@@ -422,18 +426,27 @@ func TestRecreatedStoreDoesNotBootstrapOverKeptClaims(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "no client Service for a store that did not bootstrap: %v", err)
 }
 
-// recordFirst sets *at, under mu, to when w first delivers an event that
-// match accepts.
-func recordFirst(w watch.Interface, mu *sync.Mutex, at *time.Time, match func(watch.Event) bool) {
+// recordFirst sets *rv, under mu, to the resourceVersion of the first event
+// w delivers that match accepts.
+func recordFirst(w watch.Interface, mu *sync.Mutex, rv *uint64, match func(watch.Event) bool) {
 	go func() {
 		for e := range w.ResultChan() {
-			if match(e) {
-				mu.Lock()
-				if at.IsZero() {
-					*at = time.Now()
-				}
-				mu.Unlock()
+			if !match(e) {
+				continue
 			}
+			o, err := meta.Accessor(e.Object)
+			if err != nil {
+				continue
+			}
+			v, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			if *rv == 0 {
+				*rv = v
+			}
+			mu.Unlock()
 		}
 	}()
 }
