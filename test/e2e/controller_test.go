@@ -582,6 +582,22 @@ func TestControllerReleasesStoresOfATerminatingNamespace(t *testing.T) {
 	require.NoError(t, err)
 	waitStore(t, kvs, ns, "doomed", "Ready", isReady)
 
+	// Watched from before the delete: once the namespace is gone, its Jobs
+	// are too, whatever was attempted (a list then found nothing, always).
+	jobs, err := kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer jobs.Stop()
+	var mu sync.Mutex
+	var jobsAdded []string
+	go func() {
+		for e := range jobs.ResultChan() {
+			if j, ok := e.Object.(*batchv1.Job); ok && e.Type == watch.Added {
+				mu.Lock()
+				jobsAdded = append(jobsAdded, j.Name)
+				mu.Unlock()
+			}
+		}
+	}()
 	require.NoError(t, kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -592,7 +608,7 @@ func TestControllerReleasesStoresOfATerminatingNamespace(t *testing.T) {
 		return fmt.Errorf("namespace %s still exists (%d stores left, err=%v)", ns, len(left.Items), err)
 	}))
 	// No backup Job was attempted: none could have run.
-	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, jobs.Items)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, jobsAdded)
 }
