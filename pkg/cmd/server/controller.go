@@ -115,7 +115,7 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks s
 	cfg := kvscontroller.Config{Kube: kube, Workers: o.Workers, LeaderElection: o.LeaderElection}
 	if o.LeaderElection.LeaderElect {
 		// Liveness, never readiness: a follower serves the API as well as a leader.
-		cfg.Watchdog = kvscontroller.NewWatchdog()
+		cfg.Watchdog = kvscontroller.NewWatchdog(o.LeaderElection)
 		c.HealthzChecks = append(c.HealthzChecks, cfg.Watchdog)
 		c.LivezChecks = append(c.LivezChecks, cfg.Watchdog)
 	}

@@ -45,9 +45,14 @@ type Config struct {
 }
 
 // NewWatchdog returns the leader-election liveness check to register on the
-// server before it starts and to pass back in Config.Watchdog.
-func NewWatchdog() *leaderelection.HealthzAdaptor {
-	return leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+// server before it starts and to pass back in Config.Watchdog. It fails
+// when this replica leads and has not renewed the Lease for the lease
+// duration plus a timeout, which leaves room for a term ended by failed
+// renewals to finish: the renewals' deadline and the release's own, plus
+// a retry period.
+func NewWatchdog(le componentbaseconfig.LeaderElectionConfiguration) *leaderelection.HealthzAdaptor {
+	timeout := max(20*time.Second, le.RetryPeriod.Duration+2*le.RenewDeadline.Duration-le.LeaseDuration.Duration+5*time.Second)
+	return leaderelection.NewLeaderHealthzAdaptor(timeout)
 }
 
 // Run blocks until ctx ends. With leader election it runs the controller
@@ -128,9 +133,24 @@ func (cfg Config) Run(ctx context.Context) error {
 
 // newElector is one term's elector on lock. NewLeaderElector leaves the
 // watchdog unset (only client-go's RunOrDie ties the two): without
-// SetLeaderElection /livez never failed, however stuck the election.
+// SetLeaderElection /livez never failed, however stuck the election. It is
+// tied only while the term leads: an elector that reads its own identity
+// in a Lease it could not renew nor release counts itself as leading, and
+// would fail a follower's liveness.
 func (cfg Config) newElector(lock resourcelock.Interface, callbacks leaderelection.LeaderCallbacks) (*leaderelection.LeaderElector, error) {
 	le := cfg.LeaderElection
+	var elector *leaderelection.LeaderElector
+	if wd := cfg.Watchdog; wd != nil {
+		started, stopped := callbacks.OnStartedLeading, callbacks.OnStoppedLeading
+		callbacks.OnStartedLeading = func(ctx context.Context) {
+			wd.SetLeaderElection(elector)
+			started(ctx)
+		}
+		callbacks.OnStoppedLeading = func() {
+			wd.SetLeaderElection(nil)
+			stopped()
+		}
+	}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            le.ResourceName,
@@ -143,9 +163,6 @@ func (cfg Config) newElector(lock resourcelock.Interface, callbacks leaderelecti
 	})
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Watchdog != nil {
-		cfg.Watchdog.SetLeaderElection(elector)
 	}
 	return elector, nil
 }

@@ -208,3 +208,36 @@ func TestTheWatchdogSeesAStuckElection(t *testing.T) {
 	assert.Eventually(t, func() bool { return cfg.Watchdog.Check(nil) != nil }, 10*time.Second, 100*time.Millisecond,
 		"the lease duration and the watchdog's timeout have passed without a renewal")
 }
+
+// A follower's liveness passes although its elector reads its own identity
+// in a Lease it can neither renew nor release (writes refused, reads fine):
+// such an elector counts itself as leading without leading.
+func TestTheWatchdogPassesAReplicaThatDoesNotLead(t *testing.T) {
+	cfg := Config{Watchdog: leaderelection.NewLeaderHealthzAdaptor(100 * time.Millisecond)}
+	cfg.LeaderElection.ResourceName = "test"
+	cfg.LeaderElection.LeaseDuration.Duration = time.Second
+	cfg.LeaderElection.RenewDeadline.Duration = 800 * time.Millisecond
+	cfg.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
+	lock := &writesRefusedLock{fakeLock: fakeLock{id: "me", holder: "me", err: assert.AnError}}
+	elector, err := cfg.newElector(lock, leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(context.Context) { t.Error("never leads") },
+		OnStoppedLeading: func() {},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go elector.Run(ctx)
+	time.Sleep(2 * time.Second) // past the lease duration and the watchdog's timeout
+	assert.NoError(t, cfg.Watchdog.Check(nil))
+}
+
+// writesRefusedLock reads a Lease that names this replica, always the same
+// record, and refuses every write.
+type writesRefusedLock struct{ fakeLock }
+
+func (l *writesRefusedLock) Describe() string   { return "test/lease" }
+func (l *writesRefusedLock) RecordEvent(string) {}
+func (l *writesRefusedLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler := &resourcelock.LeaderElectionRecord{HolderIdentity: l.holder, LeaseDurationSeconds: 1}
+	return ler, []byte(`{"holderIdentity":"me"}`), nil
+}

@@ -308,6 +308,11 @@ func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStor
 		set(metav1.ConditionFalse, ReasonInvalidSchedule, "spec.backup.schedule cannot be run: "+plan.err.Error())
 		return
 	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded); c != nil && c.Reason == ReasonInvalidSchedule {
+		// The schedule runs now: until a scheduled backup finishes there is
+		// nothing to report, not the old schedule's refusal.
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	}
 	i := slices.IndexFunc(plan.scheduled, backupFinished)
 	if i < 0 {
 		return

@@ -334,6 +334,19 @@ func TestScheduleThatNeverComesIsReported(t *testing.T) {
 	require.NotNil(t, cond)
 	assert.Equal(t, ReasonInvalidSchedule, cond.Reason)
 	assert.Contains(t, cond.Message, "no time in the next five years")
+
+	// Fixed: the report goes at once (it stayed until a scheduled backup
+	// had finished, and a second unrunnable schedule with the same message
+	// then told nothing; found by review).
+	require.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning InvalidSchedule"))
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup.Schedule = "0 3 * * *" })
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Nil(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup.Schedule = "0 0 30 2 *" })
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning InvalidSchedule"), "told again")
 }
 
 // Pruning deletes backups: it follows keep as the server has it, not as a
