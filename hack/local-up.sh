@@ -97,13 +97,22 @@ ours() {
   fi
 }
 
+# keep_log NAME: moves a non-empty logs/NAME.log aside as NAME.log.<time>,
+# keeping the newest five of those.
+keep_log() {
+  local log="${LOGS}/$1.log" old
+  [[ -s "${log}" ]] || return 0
+  mv "${log}" "${log}.$(date +%s%N)"
+  while read -r old; do rm -f "${old}"; done < <(ls -1 "${log}".* 2>/dev/null | sort -r | tail -n +6)
+}
+
 # start NAME CMD...: runs CMD in its own session, logging to logs/NAME.log
 # (a previous log is kept as logs/NAME.log.<time>: a test that restarts a
 # component must not wipe what it logged before, which a failure needs),
 # and records its PID and command line.
 start() {
   local name=$1; shift
-  if [[ -s "${LOGS}/${name}.log" ]]; then mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$(date +%s%N)"; fi
+  keep_log "${name}"
   printf '%s\0' "$@" > "${PIDS}/${name}.cmdline"
   setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
   echo $! > "${PIDS}/${name}.pid"

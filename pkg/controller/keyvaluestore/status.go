@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -159,8 +160,8 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 // a new generation replaces one data replica at a time: one below a
 // recorded full count is allowed it, once (what was recorded mid-rollout
 // already lacks that one), whichever replica it is; the proxy Deployment's
-// rollout may have as many down as its strategy lets it until it reports
-// the rollout complete.
+// rollout, as many as its strategy lets it (maxUnavailable), also once,
+// until it reports the rollout complete.
 func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, newGeneration bool) bool {
 	was := &kvs.Status
 	if meta.IsStatusConditionTrue(was.Conditions, v1alpha1.ConditionDegraded) {
@@ -177,11 +178,34 @@ func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *a
 	if ready < floor {
 		return true
 	}
-	proxyReady := int32(0)
+	proxyReady, want := int32(0), proxyReplicas(kvs)
+	proxyFloor := min(was.ProxyReadyReplicas, want)
 	if proxy != nil {
 		proxyReady = proxy.Status.ReadyReplicas
+		if newGeneration && was.ProxyReadyReplicas >= want && deploymentRollingOut(proxy) {
+			proxyFloor -= deploymentMaxUnavailable(proxy)
+		}
 	}
-	return proxyReady < min(was.ProxyReadyReplicas, proxyReplicas(kvs)) && !(newGeneration && deploymentRollingOut(proxy))
+	return proxyReady < proxyFloor
+}
+
+// deploymentMaxUnavailable is how many replicas the Deployment's rollout
+// may take down at once (maxUnavailable, rounded down as the deployment
+// controller does; a Recreate rollout takes them all).
+func deploymentMaxUnavailable(d *appsv1.Deployment) int32 {
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return replicas
+	}
+	maxUnavailable := intstr.FromString("25%") // the API's default
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		maxUnavailable = *ru.MaxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, int(replicas), false)
+	if err != nil {
+		return replicas // unreadable: no false alarm
+	}
+	return int32(n)
 }
 
 // deploymentRollingOut says the Deployment has not reported its latest

@@ -206,6 +206,11 @@ func TestObserveStories(t *testing.T) {
 			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 4, ready: 3}, phase: up},
 			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 4, ready: 4, complete: true}, phase: ready},
 		}},
+		{"losses during a stalled proxy rollout", 4, nil, []step{
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 5, updated: 1, ready: 4}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 1, ready: 3}, phase: up},
+			{sts: statefulSetState{spec: 3, replicas: 3, ready: 3, updated: 3}, proxy: &deploymentState{spec: 4, replicas: 4, updated: 1, ready: 2}, phase: degraded, degraded: true},
+		}},
 		{"a refused apply does not forget a loss", 0, nil, []step{
 			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 3}, phase: degraded, degraded: true},
 			{sts: statefulSetState{spec: 3, replicas: 3, ready: 2, updated: 3}, applyErr: inTheWay, phase: v1alpha1.PhaseFailed, degraded: true},
