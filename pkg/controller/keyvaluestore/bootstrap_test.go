@@ -217,6 +217,17 @@ func bootstrapRunning(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fix
 	return f, kvs
 }
 
+// bootstrapFinished is bootstrapRunning with attempt 1's Job finished with
+// outcome (JobComplete, JobFailed) and synced once.
+func bootstrapFinished(t *testing.T, outcome batchv1.JobConditionType) (*fixture, *v1alpha1.KeyValueStore) {
+	f, kvs := bootstrapRunning(t)
+	f.finishJob(bootstrapJobName(kvs, 1), outcome)
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	return f, kvs
+}
+
 // bootstrapReady is a store with a bootstrap whose data tier is ready and
 // no bootstrap Job yet, with the cache up to date.
 func bootstrapReady(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
@@ -253,15 +264,11 @@ func TestBootstrapNeverRerunsWhenItsJobIsGone(t *testing.T) {
 		})
 	}
 	t.Run("failed, deleted while the next attempt waits", func(t *testing.T) {
-		f, kvs := bootstrapRunning(t)
-		f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobFailed)
-		f.refreshCache("ns")
-		_, err := f.sync(f.stored(kvs))
-		require.NoError(t, err)
+		f, kvs := bootstrapFinished(t, batchv1.JobFailed)
 		require.Equal(t, ReasonBootstrapRetrying, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
 		f.deleteJob(bootstrapJobName(kvs, 1))
 		f.now = f.now.Add(backupBackoff(1))
-		_, err = f.sync(f.stored(kvs))
+		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		kube, _ := f.writes()
 		assert.NotContains(t, strings.Join(kube, " "), "apply jobs")

@@ -182,15 +182,21 @@ func (l *renewalHangsLock) Update(context.Context, resourcelock.LeaderElectionRe
 	return nil
 }
 
-// The liveness watchdog fails once the leader stops renewing. It never did:
-// client-go ties a watchdog to its elector only in RunOrDie, which Run does
-// not use, so /livez passed whatever the election did.
-func TestTheWatchdogSeesAStuckElection(t *testing.T) {
+// fastElection is a Config with a watchdog and leader election in seconds.
+func fastElection() Config {
 	cfg := Config{Watchdog: leaderelection.NewLeaderHealthzAdaptor(100 * time.Millisecond)}
 	cfg.LeaderElection.ResourceName = "test"
 	cfg.LeaderElection.LeaseDuration.Duration = time.Second
 	cfg.LeaderElection.RenewDeadline.Duration = 800 * time.Millisecond
 	cfg.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
+	return cfg
+}
+
+// The liveness watchdog fails once the leader stops renewing. It never did:
+// client-go ties a watchdog to its elector only in RunOrDie, which Run does
+// not use, so /livez passed whatever the election did.
+func TestTheWatchdogSeesAStuckElection(t *testing.T) {
+	cfg := fastElection()
 	lock := &renewalHangsLock{fakeLock: fakeLock{id: "me"}, release: make(chan struct{})}
 	t.Cleanup(func() { close(lock.release) })
 	leading := make(chan struct{})
@@ -213,11 +219,7 @@ func TestTheWatchdogSeesAStuckElection(t *testing.T) {
 // in a Lease it can neither renew nor release (writes refused, reads fine):
 // such an elector counts itself as leading without leading.
 func TestTheWatchdogPassesAReplicaThatDoesNotLead(t *testing.T) {
-	cfg := Config{Watchdog: leaderelection.NewLeaderHealthzAdaptor(100 * time.Millisecond)}
-	cfg.LeaderElection.ResourceName = "test"
-	cfg.LeaderElection.LeaseDuration.Duration = time.Second
-	cfg.LeaderElection.RenewDeadline.Duration = 800 * time.Millisecond
-	cfg.LeaderElection.RetryPeriod.Duration = 200 * time.Millisecond
+	cfg := fastElection()
 	lock := &writesRefusedLock{fakeLock: fakeLock{id: "me", holder: "me", err: assert.AnError}}
 	elector, err := cfg.newElector(lock, leaderelection.LeaderCallbacks{
 		OnStartedLeading: func(context.Context) { t.Error("never leads") },

@@ -241,11 +241,7 @@ func TestAnEventIsToldOnceNotPerSpecChange(t *testing.T) {
 		return strings.Join(events, "\n")
 	}
 	t.Run("bootstrap succeeded", func(t *testing.T) {
-		f, kvs := bootstrapRunning(t)
-		f.finishJob(bootstrapJobName(kvs, 1), batchv1.JobComplete)
-		f.refreshCache("ns")
-		_, err := f.sync(f.stored(kvs))
-		require.NoError(t, err)
+		f, kvs := bootstrapFinished(t, batchv1.JobComplete)
 		require.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), ReasonBootstrapSucceeded))
 		assert.NotContains(t, changeSpecTwice(f, kvs), ReasonBootstrapSucceeded)
 	})
