@@ -76,10 +76,9 @@ with_stack() {
     "$@"
     return
   fi
-  # Set before up: a failure after up's own cleanup (the example store)
-  # must not leave a stack that every later run would reuse.
-  trap 'hack/local-up.sh down' EXIT
+  # A failed up stops what it started itself (the example store included).
   hack/local-up.sh up
+  trap 'hack/local-up.sh down' EXIT
   "$@"
   hack/local-up.sh down
   trap - EXIT
