@@ -431,32 +431,34 @@ func (t *teardownRun) activePods(component string) ([]*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	}), nil
+	return slices.DeleteFunc(pods, podEnded), nil
+}
+
+func podEnded(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // waitForPods says which Pods the step waits for, naming those stuck
 // terminating (a Node that is gone never confirms their deletion).
 func (t *teardownRun) waitForPods(component string) (stepWait, error) {
-	active, err := t.activePods(component)
-	if err != nil {
-		return stepWait{}, err
-	}
-	w := stepWait{message: fmt.Sprintf("waiting for %d %s Pods to terminate", len(active), component)}
-	// Any Pod stuck terminating is named, one that already ended too: held
-	// by a finalizer, it still holds up its StatefulSet's scale-down.
 	pods, err := t.c.componentPods(t.kvs, component)
 	if err != nil {
 		return stepWait{}, err
 	}
+	// Any Pod stuck terminating is named, one that already ended too: held
+	// by a finalizer, it still holds up its StatefulSet's scale-down.
 	now := t.c.now()
+	active := 0
 	var stuck []string
 	for _, p := range pods {
+		if !podEnded(p) {
+			active++
+		}
 		if p.DeletionTimestamp != nil && now.After(p.DeletionTimestamp.Add(stuckAfter)) {
 			stuck = append(stuck, p.Name)
 		}
 	}
+	w := stepWait{message: fmt.Sprintf("waiting for %d %s Pods to terminate", active, component)}
 	if len(stuck) > 0 {
 		slices.Sort(stuck)
 		w.reason, w.warn = ReasonPodsStuckTerminating, true
