@@ -25,10 +25,10 @@ var (
 		Help:           "Server-side applies of owned objects by kind and outcome (created, updated, unchanged: skipped as a no-op, refused: an object the store does not control is in the way).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind", "outcome"})
-	// leader is 1 while this process holds the controller Lease.
+	// leader is 1 for a term: from acquiring the Lease until the term ends.
 	leader = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "kvstore", Subsystem: "controller", Name: "leader",
-		Help:           "1 while this replica holds the controller Lease and runs the controller, else 0.",
+		Help:           "1 while this replica runs the controller as leader (from acquiring the Lease until its term ends; a replica paused past its lease reads 1 for up to the renew deadline after it resumes, its writes fenced off), else 0.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	registerOnce sync.Once

@@ -52,11 +52,18 @@ func TestMarkdownAndPassed(t *testing.T) {
 	known.finish()
 	lost := &Report{Name: "d", Title: "D", Linearizability: "Ok", WritesLost: 1}
 	lost.finish()
-	if !ok.Passed || bad.Passed || !known.Passed || lost.Passed {
-		t.Fatalf("passed: ok=%v bad=%v known=%v lost=%v", ok.Passed, bad.Passed, known.Passed, lost.Passed)
+	// A recovery that never came within the scenario's patience fails it,
+	// whatever else held; one that came passes.
+	stuck := &Report{Name: "e", Title: "E", Linearizability: "Ok"}
+	stuck.recovery("back", 2*time.Second, "fault")
+	stuck.recovery("writes again", -1, "fault")
+	stuck.finish()
+	if !ok.Passed || bad.Passed || !known.Passed || lost.Passed || stuck.Passed {
+		t.Fatalf("passed: ok=%v bad=%v known=%v lost=%v stuck=%v", ok.Passed, bad.Passed, known.Passed, lost.Passed, stuck.Passed)
 	}
-	md := Markdown([]*Report{ok, bad, known}, time.Minute)
-	for _, want := range []string{"| a | PASS |", "| b | **FAIL** |", "| c | PASS (known finding) |", "| x | 1.500 | fault |", "| never | never | fault |", "**Finding**: dual writer"} {
+	md := Markdown([]*Report{ok, bad, known, stuck}, time.Minute)
+	for _, want := range []string{"| a | PASS |", "| b | **FAIL** |", "| c | PASS (known finding) |", "| x | 1.500 | fault |", "| never | never | fault |", "**Finding**: dual writer",
+		"| e | **FAIL** |", "| back | 2.000 | fault |", "| writes again | **never** (required) | fault |", "**Not recovered**: writes again"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

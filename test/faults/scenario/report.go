@@ -18,6 +18,9 @@ type Figure struct {
 	Seconds float64 `json:"seconds"`
 	// From says which instant the time is measured from.
 	From string `json:"from"`
+	// Recovery says the event must happen: a recovery that never came fails
+	// the scenario.
+	Recovery bool `json:"recovery,omitempty"`
 }
 
 // Fact is a measured count or flag.
@@ -55,12 +58,36 @@ type Report struct {
 	History string `json:"history,omitempty"`
 }
 
+// figure records how long an event took to happen after a fault; it may
+// never happen (a fault that /readyz does not notice, say).
 func (r *Report) figure(name string, d time.Duration, from string) {
-	s := -1.0
-	if d >= 0 {
-		s = d.Round(time.Millisecond).Seconds()
+	r.Figures = append(r.Figures, Figure{Name: name, Seconds: seconds(d), From: from})
+}
+
+// recovery records how long the system took to recover from a fault in one
+// respect. A recovery that did not come within the scenario's patience
+// fails the scenario.
+func (r *Report) recovery(name string, d time.Duration, from string) {
+	r.Figures = append(r.Figures, Figure{Name: name, Seconds: seconds(d), From: from, Recovery: true})
+}
+
+// seconds is d in seconds to the millisecond, or -1 for never (d < 0).
+func seconds(d time.Duration) float64 {
+	if d < 0 {
+		return -1
 	}
-	r.Figures = append(r.Figures, Figure{name, s, from})
+	return d.Round(time.Millisecond).Seconds()
+}
+
+// unrecovered names the recoveries that never came.
+func (r *Report) unrecovered() []string {
+	var out []string
+	for _, f := range r.Figures {
+		if f.Recovery && f.Seconds < 0 {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 func (r *Report) fact(name string, v any) { r.Facts = append(r.Facts, Fact{name, v}) }
@@ -68,7 +95,7 @@ func (r *Report) fact(name string, v any) { r.Facts = append(r.Facts, Fact{name,
 // finish decides Passed.
 func (r *Report) finish() {
 	r.Passed = r.Error == "" && len(r.Violations) == 0 && r.WritesLost == 0 &&
-		r.Linearizability != "Illegal" && (len(r.Findings) == 0 || r.Known)
+		r.Linearizability != "Illegal" && (len(r.Findings) == 0 || r.Known) && len(r.unrecovered()) == 0
 	if r.Skipped != "" {
 		r.Passed = r.Error == ""
 	}
@@ -132,7 +159,10 @@ func Markdown(reports []*Report, total time.Duration) string {
 			b.WriteString("| time to | seconds | measured from |\n|---|---|---|\n")
 			for _, f := range r.Figures {
 				s := fmt.Sprintf("%.3f", f.Seconds)
-				if f.Seconds < 0 {
+				switch {
+				case f.Seconds < 0 && f.Recovery:
+					s = "**never** (required)"
+				case f.Seconds < 0:
 					s = "never"
 				}
 				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Name, s, f.From)
@@ -144,6 +174,9 @@ func Markdown(reports []*Report, total time.Duration) string {
 		}
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "- **Finding**: %s\n", f)
+		}
+		for _, f := range r.unrecovered() {
+			fmt.Fprintf(&b, "- **Not recovered**: %s\n", f)
 		}
 		for i, v := range r.Violations {
 			if i == 20 {

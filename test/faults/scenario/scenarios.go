@@ -81,13 +81,13 @@ func killAPIServer(ctx context.Context, e *Env, outDir string) *Report {
 			if err := e.Restart(ctx, Main.Name); err != nil {
 				return err
 			}
-			s.Report.figure("one replica: restarted replica /readyz", Since(ctx, t1, time.Minute, func() bool { return e.Ready(Main) }), "kill -9")
-			s.Report.figure("one replica: APIService Available", Since(ctx, t1, time.Minute, func() bool { return e.APIAvailable(ctx) }), "kill -9")
-			s.Report.figure("one replica: first acknowledged write", s.WaitFirstWrite(ctx, t1, time.Minute), "kill -9")
+			s.Report.recovery("one replica: restarted replica /readyz", Since(ctx, t1, time.Minute, func() bool { return e.Ready(Main) }), "kill -9")
+			s.Report.recovery("one replica: APIService Available", Since(ctx, t1, time.Minute, func() bool { return e.APIAvailable(ctx) }), "kill -9")
+			s.Report.recovery("one replica: first acknowledged write", s.WaitFirstWrite(ctx, t1, time.Minute), "kill -9")
 			if leader == Main {
 				// The restarted replica has a new identity: whichever
 				// replica takes the Lease once the old holder's expires.
-				s.Report.figure("one replica: a replica leads again", Since(ctx, t1, 2*leaseDuration, func() bool { _, ok := e.Leader(Main, B); return ok }), "kill -9 of the leader")
+				s.Report.recovery("one replica: a replica leads again", Since(ctx, t1, 2*leaseDuration, func() bool { _, ok := e.Leader(Main, B); return ok }), "kill -9 of the leader")
 			}
 			sleepCtx(ctx, 3*time.Second)
 
@@ -103,11 +103,11 @@ func killAPIServer(ctx context.Context, e *Env, outDir string) *Report {
 					return err
 				}
 			}
-			s.Report.figure("both: /readyz of both", Since(ctx, t2, time.Minute, func() bool { return e.Ready(Main) && e.Ready(B) }), "kill -9 of both")
-			s.Report.figure("both: APIService Available", Since(ctx, t2, time.Minute, func() bool { return e.APIAvailable(ctx) }), "kill -9 of both")
-			s.Report.figure("both: first acknowledged write", s.WaitFirstWrite(ctx, t2, time.Minute), "kill -9 of both")
-			s.Report.figure("both: a replica leads", Since(ctx, t2, 2*leaseDuration, func() bool { _, ok := e.Leader(Main, B); return ok }), "kill -9 of both (the old Lease must expire)")
-			s.Report.figure("both: controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-kill", t2, 90*time.Second), "kill -9 of both")
+			s.Report.recovery("both: /readyz of both", Since(ctx, t2, time.Minute, func() bool { return e.Ready(Main) && e.Ready(B) }), "kill -9 of both")
+			s.Report.recovery("both: APIService Available", Since(ctx, t2, time.Minute, func() bool { return e.APIAvailable(ctx) }), "kill -9 of both")
+			s.Report.recovery("both: first acknowledged write", s.WaitFirstWrite(ctx, t2, time.Minute), "kill -9 of both")
+			s.Report.recovery("both: a replica leads", Since(ctx, t2, 2*leaseDuration, func() bool { _, ok := e.Leader(Main, B); return ok }), "kill -9 of both (the old Lease must expire)")
+			s.Report.recovery("both: controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-kill", t2, 90*time.Second), "kill -9 of both")
 			return nil
 		})
 }
@@ -131,10 +131,10 @@ func killEtcd(ctx context.Context, e *Env, outDir string) *Report {
 				return err
 			}
 			s.Report.figure("/readyz false", notReady, "kill -9")
-			s.Report.figure("/readyz true again", Since(ctx, tr, time.Minute, func() bool { return e.Ready(Main) }), "etcd restart")
-			s.Report.figure("APIService Available", Since(ctx, tr, time.Minute, func() bool { return e.APIAvailable(ctx) }), "etcd restart")
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "etcd restart")
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-etcd", tr, 90*time.Second), "etcd restart")
+			s.Report.recovery("/readyz true again", Since(ctx, tr, time.Minute, func() bool { return e.Ready(Main) }), "etcd restart")
+			s.Report.recovery("APIService Available", Since(ctx, tr, time.Minute, func() bool { return e.APIAvailable(ctx) }), "etcd restart")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "etcd restart")
+			s.Report.recovery("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-etcd", tr, 90*time.Second), "etcd restart")
 			restarted := supervise()
 			s.Report.fact("replicas that exited (restarted by the harness's supervisor)", fmt.Sprint(restarted))
 			if len(restarted) > 0 {
@@ -159,10 +159,10 @@ func pauseEtcd(ctx context.Context, e *Env, outDir string) *Report {
 			sleepCtx(ctx, pause-time.Since(t))
 			tr := time.Now()
 			cont()
-			s.Report.figure("/readyz true again", Since(ctx, tr, time.Minute, func() bool { return e.Ready(Main) }), "SIGCONT")
-			s.Report.figure("APIService Available", Since(ctx, tr, time.Minute, func() bool { return e.APIAvailable(ctx) }), "SIGCONT")
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "SIGCONT")
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-pause", tr, 90*time.Second), "SIGCONT")
+			s.Report.recovery("/readyz true again", Since(ctx, tr, time.Minute, func() bool { return e.Ready(Main) }), "SIGCONT")
+			s.Report.recovery("APIService Available", Since(ctx, tr, time.Minute, func() bool { return e.APIAvailable(ctx) }), "SIGCONT")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "SIGCONT")
+			s.Report.recovery("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-pause", tr, 90*time.Second), "SIGCONT")
 			restarted := supervise()
 			s.Report.fact("replicas that exited (restarted by the harness's supervisor)", fmt.Sprint(restarted))
 			if len(restarted) > 0 {
@@ -222,7 +222,7 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 				// Work for the new leader while the old one sleeps: scale the
 				// probe store, and create one more store.
 				_ = updateReplicas(ctx, direct, s.Namespace, "probe-leader", 2)
-				s.Report.figure("controller reconciling under the new leader (new store Ready)",
+				s.Report.recovery("controller reconciling under the new leader (new store Ready)",
 					s.ProbeStore(ctx, direct, "probe-new-leader", t0, pause-time.Since(t0)), "SIGSTOP of the leader")
 				// And a change the old leader will see as soon as it wakes.
 				_ = updateReplicas(ctx, direct, s.Namespace, "probe-leader", 3)
@@ -230,15 +230,17 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 			sleepCtx(ctx, pause-time.Since(t0))
 			t1 := time.Now()
 			cont()
-			exited := Until(ctx, 30*time.Second, func() bool { return !e.Alive(leader.Name) })
-			s.Report.figure("the resumed old leader exits", exited, "SIGCONT")
-			s.Report.fact("old leader still running 30s after SIGCONT", exited < 0)
+			// The old leader finds its renew deadline passed and stops its
+			// controller; it keeps serving the API and stands for election
+			// again (it used to exit).
+			s.Report.recovery("the resumed old leader stops leading", Until(ctx, 30*time.Second, func() bool { return !e.Leading(leader) }), "SIGCONT")
+			s.Report.fact("old leader process still running after it stopped leading (it serves the API)", e.Alive(leader.Name))
 			acquired, holder := e.leaseAcquired(ctx)
 			s.Report.fact("Lease holder after the pause", holder)
 			if _, err := e.EnsureReplicas(ctx, Main, B); err != nil {
 				return err
 			}
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, t1, time.Minute), "SIGCONT")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, t1, time.Minute), "SIGCONT")
 			if acquired.IsZero() {
 				return fmt.Errorf("cannot read the Lease's acquireTime")
 			}
@@ -276,12 +278,12 @@ func leaderSIGTERM(ctx context.Context, e *Env, outDir string) *Report {
 			}
 			failover := Since(ctx, t0, leaseDuration+10*time.Second, func() bool { return e.Leading(other) })
 			s.Report.figure("graceful failover (the other replica leads)", failover, "SIGTERM of the leader")
-			s.Report.figure("the old leader exits", Since(ctx, t0, time.Minute, func() bool { return !e.Alive(leader.Name) }), "SIGTERM of the leader")
+			s.Report.recovery("the old leader exits", Since(ctx, t0, time.Minute, func() bool { return !e.Alive(leader.Name) }), "SIGTERM of the leader")
 			if _, err := e.EnsureReplicas(ctx, Main, B); err != nil {
 				return err
 			}
 			tr := time.Now()
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "old leader restarted")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, tr, time.Minute), "old leader restarted")
 			acquired, holder := e.leaseAcquired(ctx)
 			s.Report.fact("Lease holder after the hand-over", holder)
 			if acquired.IsZero() {
@@ -440,9 +442,9 @@ func compaction(ctx context.Context, e *Env, outDir string) *Report {
 			// watch of the history) or refused with 410 Gone: both are right.
 			outcome := s.Workload.WatchFrom(ctx, 2000, oldRV, 3*time.Second)
 			s.Report.fact(fmt.Sprintf("watch from the run's first resourceVersion (%s) after the compactions", oldRV), outcome)
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, t, time.Minute), "first compaction")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, t, time.Minute), "first compaction")
 			tp := time.Now()
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-compaction", tp, 90*time.Second), "store created after the compactions")
+			s.Report.recovery("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-compaction", tp, 90*time.Second), "store created after the compactions")
 			return nil
 		})
 }
@@ -457,11 +459,11 @@ func kubeAPIServerRestart(ctx context.Context, e *Env, outDir string) *Report {
 			}
 			tr := time.Now()
 			s.Report.figure("kube-apiserver stopped and started (restart command)", tr.Sub(t), "restart issued")
-			s.Report.figure("kube-apiserver /readyz", Since(ctx, tr, 2*time.Minute, func() bool { return e.KubeReady(ctx) }), "kube-apiserver started")
-			s.Report.figure("APIService Available", Since(ctx, tr, 2*time.Minute, func() bool { return e.APIAvailable(ctx) }), "kube-apiserver started")
-			s.Report.figure("first acknowledged write", s.WaitFirstWrite(ctx, tr, 2*time.Minute), "kube-apiserver started")
-			s.Report.figure("a replica leads", Since(ctx, tr, 2*time.Minute, func() bool { _, ok := e.Leader(Main, B); return ok }), "kube-apiserver started")
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-kube-restart", tr, 2*time.Minute), "kube-apiserver started")
+			s.Report.recovery("kube-apiserver /readyz", Since(ctx, tr, 2*time.Minute, func() bool { return e.KubeReady(ctx) }), "kube-apiserver started")
+			s.Report.recovery("APIService Available", Since(ctx, tr, 2*time.Minute, func() bool { return e.APIAvailable(ctx) }), "kube-apiserver started")
+			s.Report.recovery("first acknowledged write", s.WaitFirstWrite(ctx, tr, 2*time.Minute), "kube-apiserver started")
+			s.Report.recovery("a replica leads", Since(ctx, tr, 2*time.Minute, func() bool { _, ok := e.Leader(Main, B); return ok }), "kube-apiserver started")
+			s.Report.recovery("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-kube-restart", tr, 2*time.Minute), "kube-apiserver started")
 			restarted := supervise()
 			s.Report.fact("kvstore replicas that exited (restarted by the harness's supervisor)", fmt.Sprint(restarted))
 			if len(restarted) > 0 {
@@ -499,19 +501,19 @@ func etcd3KillMember(ctx context.Context, e *Env, outDir string) *Report {
 			if err := e.Signal(victim, syscall.SIGKILL); err != nil {
 				return err
 			}
-			s.Report.figure("first acknowledged write with the leader gone", s.WaitFirstWrite(ctx, t, time.Minute), "kill -9")
+			s.Report.recovery("first acknowledged write with the leader gone", s.WaitFirstWrite(ctx, t, time.Minute), "kill -9")
 			sleepCtx(ctx, 5*time.Second-time.Since(t))
 			tr := time.Now()
 			if err := e.Restart(ctx, victim); err != nil {
 				return err
 			}
-			s.Report.figure("restarted member healthy", Since(ctx, tr, time.Minute, func() bool {
+			s.Report.recovery("restarted member healthy", Since(ctx, tr, time.Minute, func() bool {
 				c, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
 				_, err := etcd.Status(c, members[victim])
 				return err == nil
 			}), "member restart")
-			s.Report.figure("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-member", tr, 90*time.Second), "member restart")
+			s.Report.recovery("controller reconciling (new store Ready)", s.ProbeStore(ctx, nil, "probe-after-member", tr, 90*time.Second), "member restart")
 			s.Report.fact("replicas restarted by the fault", fmt.Sprint(e.restartedSince(before)))
 			return nil
 		})
