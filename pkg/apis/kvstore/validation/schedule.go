@@ -8,6 +8,7 @@ import (
 	"github.com/robfig/cron/v3"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 )
@@ -57,21 +58,25 @@ func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error) {
 	return sched, nil
 }
 
-// validateSchedule checks spec.backup's schedule, time zone and keep;
-// scheduleUnchanged says an update leaves a stored schedule as it is, which
-// then stays accepted even if its separators are not (see validateSpec).
-func validateSchedule(b *kvstore.BackupSpec, scheduleUnchanged bool, fldPath *field.Path) field.ErrorList {
+// validateSchedule checks spec.backup's schedule, time zone and keep; old
+// is the stored spec.backup on update (nil on create). A stored schedule or
+// time zone an update leaves as it is stays accepted even if a rule added
+// since, or the zones the server can load where it runs now, would refuse
+// it: otherwise no update of the store could pass, the removal of its
+// finalizer neither.
+func validateSchedule(b, old *kvstore.BackupSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if b.Keep != nil && (*b.Keep < MinKeep || *b.Keep > MaxKeep) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("keep"), *b.Keep, fmt.Sprintf("must be between %d and %d, inclusive", MinKeep, MaxKeep)))
 	}
+	scheduleUnchanged := old != nil && old.Schedule == b.Schedule
 	if tz := b.TimeZone; tz != nil {
 		tzPath := fldPath.Child("timeZone")
 		switch _, err := time.LoadLocation(*tz); {
+		case old != nil && ptr.Equal(old.TimeZone, tz):
 		case len(*tz) > maxTimeZoneLength:
 			allErrs = append(allErrs, field.TooLong(tzPath, *tz, maxTimeZoneLength))
-		case *tz == "" || strings.EqualFold(*tz, "Local"):
-			// "Local" would mean whatever zone the server runs in.
+		case *tz == "" || strings.EqualFold(*tz, "Local") || hostZoneFile(*tz):
 			allErrs = append(allErrs, field.Invalid(tzPath, *tz, "must be an IANA time zone name such as \"Europe/Berlin\" or \"UTC\""))
 		case err != nil:
 			allErrs = append(allErrs, field.Invalid(tzPath, *tz, "unknown time zone: "+err.Error()))
@@ -100,6 +105,15 @@ func validateSchedule(b *kvstore.BackupSpec, scheduleUnchanged bool, fldPath *fi
 		allErrs = append(allErrs, field.Invalid(schedPath, b.Schedule, "matches no time in the next five years (a date such as 30 February never comes)"))
 	}
 	return allErrs
+}
+
+// hostZoneFile says tz names one of the host's zone files that is no IANA
+// zone: "localtime" is the server's own zone (as "Local" is), posix/ and
+// right/ are Debian's copies of the database. time.LoadLocation reads the
+// host's files before the server's embedded database, which has none of
+// them, so a server on another host or image would refuse the name.
+func hostZoneFile(tz string) bool {
+	return tz == "localtime" || tz == "posixrules" || strings.HasPrefix(tz, "posix/") || strings.HasPrefix(tz, "right/")
 }
 
 // cronText says s holds only what a cron expression is written with:

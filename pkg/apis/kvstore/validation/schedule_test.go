@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
@@ -62,6 +63,18 @@ func TestValidateSchedule(t *testing.T) {
 		{name: "Local time zone", mutate: withBackup(func(b *kvstore.BackupSpec) {
 			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("Local")
 		}), want: expect(invalid("spec.backup.timeZone"))},
+		// The host's own zone files that are no IANA zone: the server loads
+		// the host's files before its embedded database, so another host
+		// would refuse what this one stored ("localtime" is also Local).
+		{name: "the host's localtime", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("localtime")
+		}), want: expect(invalid("spec.backup.timeZone"))},
+		{name: "a posix/ zone file", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("posix/Europe/Berlin")
+		}), want: expect(invalid("spec.backup.timeZone"))},
+		{name: "a right/ zone file", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("right/UTC")
+		}), want: expect(invalid("spec.backup.timeZone"))},
 		{name: "time zone without schedule", mutate: withBackup(func(b *kvstore.BackupSpec) { b.TimeZone = ptr.To("UTC") }),
 			want: expect(invalid("spec.backup.timeZone"))},
 		{name: "a date that never comes", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0 0 30 2 *" }),
@@ -99,6 +112,33 @@ func TestScheduleRulesRatchet(t *testing.T) {
 
 			newObj.Spec.Backup.Schedule = tc.changed
 			assert.Equal(t, expect(invalid("spec.backup.schedule")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
+		})
+	}
+}
+
+// A stored time zone the server no longer accepts (one it cannot load
+// where it runs now, or a name refused since) is accepted while an update
+// leaves it as it is: before, every update of the store was refused,
+// /scale too, and so was the teardown's removal of its finalizer, for ever.
+// A changed zone is checked.
+func TestTimeZoneRatchets(t *testing.T) {
+	for _, stored := range []string{"Mars/Olympus", "posix/Europe/Berlin", "localtime"} {
+		t.Run(stored, func(t *testing.T) {
+			newObj, oldObj := updatable()
+			zone := withBackup(func(b *kvstore.BackupSpec) { b.Schedule, b.TimeZone = "0 3 * * *", ptr.To(stored) })
+			zone(oldObj)
+			zone(newObj)
+			newObj.Spec.Replicas = ptr.To(*oldObj.Spec.Replicas + 1)
+			assert.Empty(t, ValidateKeyValueStoreUpdate(newObj, oldObj), "an unchanged time zone is accepted")
+
+			deleting := oldObj.DeepCopy()
+			deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			released := deleting.DeepCopy()
+			released.Finalizers = nil
+			assert.Empty(t, ValidateKeyValueStoreUpdate(released, deleting), "the teardown releases its finalizer")
+
+			newObj.Spec.Backup.TimeZone = ptr.To("Mars/Phobos")
+			assert.Equal(t, expect(invalid("spec.backup.timeZone")), summarize(ValidateKeyValueStoreUpdate(newObj, oldObj)))
 		})
 	}
 }

@@ -264,8 +264,11 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		}
 		unchanged := oldSpec != nil && oldSpec.Backup != nil && slices.Equal(oldSpec.Backup.Command, b.Command)
 		allErrs = append(allErrs, validateBackupCommand(b.Command, unchanged, backupPath.Child("command"))...)
-		scheduleUnchanged := oldSpec != nil && oldSpec.Backup != nil && oldSpec.Backup.Schedule == b.Schedule
-		allErrs = append(allErrs, validateSchedule(b, scheduleUnchanged, backupPath)...)
+		var oldBackup *kvstore.BackupSpec
+		if oldSpec != nil {
+			oldBackup = oldSpec.Backup
+		}
+		allErrs = append(allErrs, validateSchedule(b, oldBackup, backupPath)...)
 	}
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 
