@@ -333,6 +333,16 @@ func TestControllerLeavesPausedStoreAlone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), *sts.Spec.Replicas)
 	assert.Equal(t, "redis:7.2", sts.Spec.Template.Spec.Containers[0].Image)
+	// What runs is ready, but it is not the spec: the store says so (it
+	// read Ready, "all replicas run the current spec").
+	got, err := client.Get(ctx, "paused", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhasePending, got.Status.Phase)
+	if p := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionProgressing); assert.NotNil(t, p) {
+		assert.Equal(t, "Paused", p.Reason)
+		assert.Contains(t, p.Message, "StatefulSet paused runs an earlier spec")
+	}
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionAvailable), "its one replica is ready")
 
 	// Unpausing applies the spec.
 	_, err = client.Patch(ctx, "paused", types.MergePatchType, []byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{})

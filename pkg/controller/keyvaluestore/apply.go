@@ -48,6 +48,15 @@ func (k ownedKind[T, AC]) get(ctx context.Context, namespace, name string) (T, e
 	return obj, err
 }
 
+// carries says cur carries desired, once desired is fitted to cur's
+// immutable fields.
+func (k ownedKind[T, AC]) carries(cur T, desired AC) bool {
+	if k.adapt != nil {
+		k.adapt(cur, desired)
+	}
+	return k.unchanged(cur, desired)
+}
+
 // unchanged says cur carries, as ours in managedFields, exactly desired.
 func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
 	digest, memoable := k.memo.digest(cur, desired)
@@ -128,10 +137,7 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil
 		}
-		if k.adapt != nil {
-			k.adapt(cur, desired)
-		}
-		if k.unchanged(cur, desired) {
+		if k.carries(cur, desired) {
 			observeApply(k.kind, applyUnchanged)
 			return cur, nil
 		}

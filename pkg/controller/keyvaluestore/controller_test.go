@@ -1575,3 +1575,69 @@ func TestEventsNameTheStoreInThePreferredVersion(t *testing.T) {
 		assert.Equal(t, kvs.Name, ref.Name)
 	}
 }
+
+// bringUp syncs the store, each time giving its workloads a rolled-out
+// status, until it is Ready.
+func (f *fixture) bringUp(kvs *v1alpha1.KeyValueStore) {
+	f.t.Helper()
+	for range 4 {
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(f.t, err)
+		f.markReady(kvs)
+	}
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(f.t, err)
+	require.Equal(f.t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+	f.writes()
+	f.events()
+}
+
+// A paused store is judged on what runs, and says that changes wait for it
+// to be unpaused. Before, a store paused and given a new image read Ready
+// ("all replicas run the current spec") while it ran the old one, and one
+// scaled while paused read Upgrading, Available=False, though nothing
+// rolled out or was lost.
+func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
+	kvs := newStore(withProxy(2))
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase, "paused with nothing changed: what runs is the spec")
+
+	changes := []struct {
+		name   string
+		change func(*v1alpha1.KeyValueStoreSpec)
+		held   string
+	}{
+		{"image", func(s *v1alpha1.KeyValueStoreSpec) { s.Image = "redis:7.4" }, "StatefulSet s"},
+		{"replicas", func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) }, "StatefulSet s"},
+		{"proxy replicas", func(s *v1alpha1.KeyValueStoreSpec) { s.Proxy.Replicas = ptr.To[int32](3) }, "Deployment s-proxy"},
+	}
+	for _, c := range changes {
+		f.changeSpec(kvs, c.change)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err, c.name)
+		kube, _ := f.writes()
+		assert.Empty(t, kube, "%s: a paused store's workloads are not changed", c.name)
+		st := f.stored(kvs).Status
+		assert.Equal(t, v1alpha1.PhasePending, st.Phase, c.name)
+		p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+		require.NotNil(t, p, c.name)
+		assert.Equal(t, metav1.ConditionFalse, p.Status, c.name)
+		assert.Equal(t, ReasonPaused, p.Reason, c.name)
+		assert.Contains(t, p.Message, c.held, c.name)
+		assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable), "%s: every replica that runs is ready", c.name)
+		assert.False(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded), c.name)
+	}
+
+	// Unpaused, the changes roll out.
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = false })
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply statefulsets s")
+	assert.Equal(t, v1alpha1.PhaseUpgrading, f.stored(kvs).Status.Phase)
+	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionDegraded))
+}

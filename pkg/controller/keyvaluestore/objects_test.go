@@ -74,7 +74,7 @@ func TestSelectorsTakeOnlyTheStoresPods(t *testing.T) {
 		assert.False(t, s.Matches(labels.Set(foreign)), component)
 	}
 	// status.selector, which /scale serves to autoscalers, the same.
-	s, err := labels.Parse(observe(kvs, nil, nil, nil, bootstrapState{}).Selector)
+	s, err := labels.Parse(observe(kvs, nil, nil, nil, bootstrapState{}, nil).Selector)
 	require.NoError(t, err)
 	assert.True(t, s.Matches(labels.Set(labelsFor(kvs, ComponentData))))
 	assert.False(t, s.Matches(labels.Set{LabelName: "elasticsearch", LabelInstance: kvs.Name, LabelComponent: ComponentData}))

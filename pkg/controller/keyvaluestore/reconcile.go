@@ -66,7 +66,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	var applyErr error
 	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
 	boot := recordedBootstrap(kvs)
-	if !kvs.Spec.Paused {
+	var held []string
+	if kvs.Spec.Paused {
+		held = c.heldChanges(kvs, sts, proxy)
+	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
 	}
 	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
@@ -88,7 +91,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 			// one): its own sync, already queued, applies and reports it.
 			return k.Status
 		}
-		st := observe(k, sts, proxy, applyErr, boot)
+		st := observe(k, sts, proxy, applyErr, boot, held)
 		observeBackups(&st, k, backups, plan)
 		return st
 	})
@@ -192,6 +195,24 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 		return sts, proxy, boot, held
 	}
 	return sts, proxy, boot, nil
+}
+
+// heldChanges names the workloads of a paused store that do not run its
+// spec: what the store will change once unpaused.
+func (c *Controller) heldChanges(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) []string {
+	var held []string
+	if sts != nil && !c.statefulSets.carries(sts, statefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1))) {
+		held = append(held, "StatefulSet "+sts.Name+" runs an earlier spec")
+	}
+	switch want := proxyReplicas(kvs); {
+	case proxy != nil && want == 0:
+		held = append(held, "Deployment "+proxy.Name+" is to be deleted")
+	case proxy != nil && !c.deployments.carries(proxy, proxyDeployment(kvs, want)):
+		held = append(held, "Deployment "+proxy.Name+" runs an earlier spec")
+	case proxy == nil && want > 0 && sts != nil:
+		held = append(held, "Deployment "+proxyName(kvs)+" is to be created")
+	}
+	return held
 }
 
 // recordScheduledBackupEvent warns, once per failed scheduled backup.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +43,20 @@ const (
 )
 
 // observe computes status from the store's StatefulSet and proxy Deployment.
-func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error, boot bootstrapState) v1alpha1.KeyValueStoreStatus {
+// held names, for a paused store, the objects that do not run its spec.
+func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error, boot bootstrapState, held []string) v1alpha1.KeyValueStoreStatus {
 	st := *kvs.Status.DeepCopy()
-	desired := ptr.Deref(kvs.Spec.Replicas, 1)
+	desired, proxyWant := ptr.Deref(kvs.Spec.Replicas, 1), proxyReplicas(kvs)
+	image := kvs.Spec.Image
+	paused := kvs.Spec.Paused && sts != nil
+	if paused {
+		// A paused store is judged on what runs, not on the spec: held says
+		// what of the spec waits.
+		image, desired, proxyWant = "", ptr.Deref(sts.Spec.Replicas, 1), 0
+		if proxy != nil {
+			proxyWant = ptr.Deref(proxy.Spec.Replicas, 1)
+		}
+	}
 	gen := kvs.Generation
 
 	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, 0
@@ -59,12 +71,8 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	}
 	st.Selector = labels.SelectorFromSet(podSelector(kvs, ComponentData)).String()
 
-	image := kvs.Spec.Image
-	if kvs.Spec.Paused && sts != nil {
-		image = "" // a paused store is judged on what runs, not on the spec
-	}
 	dataReady := statefulSetReady(sts, image, desired)
-	proxyReady := deploymentReady(proxy, proxyReplicas(kvs))
+	proxyReady := deploymentReady(proxy, proxyWant)
 	// currentImage is recorded only when the whole store is Ready, so it also
 	// says the store has been Ready before (Upgrading and Degraded need that).
 	if dataReady && proxyReady && boot.done {
@@ -101,6 +109,11 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case boot.failed:
 		st.Phase = v1alpha1.PhaseFailed
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, boot.condition.Reason, boot.condition.Message)
+	case paused && len(held) > 0 && dataReady && proxyReady && boot.done:
+		// What runs is Ready, but it is not the spec.
+		st.Phase = v1alpha1.PhasePending
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused,
+			fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; ")))
 	case dataReady && proxyReady && boot.done && (applyErr == nil || gen == readyGeneration):
 		// After a failed apply the objects are the cache's, which may run
 		// an earlier generation's spec: Ready only for the one already Ready.
@@ -140,7 +153,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case degraded && st.ReadyReplicas >= desired && proxyReady:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, "replicas were lost; Degraded until the store is Ready again")
 	case degraded && st.ReadyReplicas >= desired:
-		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d proxy replicas ready", st.ProxyReadyReplicas, proxyReplicas(kvs)))
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d proxy replicas ready", st.ProxyReadyReplicas, proxyWant))
 	case degraded:
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasLost, fmt.Sprintf("only %d/%d data replicas ready", st.ReadyReplicas, desired))
 	default:

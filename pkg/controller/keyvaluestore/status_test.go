@@ -101,7 +101,7 @@ func TestObserveTellsLostReplicasFromAChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kvs := newStore()
 			sts := tc.setup(kvs)
-			st := observe(kvs, sts, nil, nil, bootstrapState{done: true})
+			st := observe(kvs, sts, nil, nil, bootstrapState{done: true}, nil)
 			assert.Equal(t, tc.want, st.Phase)
 			assert.Equal(t, tc.degraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
 			for _, c := range st.Conditions {
@@ -233,14 +233,14 @@ func TestObserveStories(t *testing.T) {
 				}
 				return proxyAt(*d)
 			}
-			kvs.Status = observe(kvs, readySts("redis:7.2", 3), deployment(nil), nil, bootstrapState{done: true})
+			kvs.Status = observe(kvs, readySts("redis:7.2", 3), deployment(nil), nil, bootstrapState{done: true}, nil)
 			require.Equal(t, ready, kvs.Status.Phase)
 			kvs.Generation++
 			if story.change != nil {
 				story.change(kvs)
 			}
 			for i, s := range story.steps {
-				kvs.Status = observe(kvs, dataStatefulSet(s.sts), deployment(s.proxy), s.applyErr, bootstrapState{done: true})
+				kvs.Status = observe(kvs, dataStatefulSet(s.sts), deployment(s.proxy), s.applyErr, bootstrapState{done: true}, nil)
 				assert.Equal(t, s.phase, kvs.Status.Phase, "step %d: %+v", i, s.sts)
 				assert.Equal(t, s.degraded, meta.IsStatusConditionTrue(kvs.Status.Conditions, v1alpha1.ConditionDegraded), "step %d: %+v", i, s.sts)
 			}
@@ -256,7 +256,7 @@ func TestObserveTellsALostProxyReplicaFromAChange(t *testing.T) {
 	kvs.Status.ProxyReadyReplicas = 2
 	kvs.Generation = 2
 	d := proxyAt(deploymentState{spec: 2, replicas: 2, updated: 2, ready: 1, complete: true})
-	st := observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true})
+	st := observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true}, nil)
 	assert.Equal(t, v1alpha1.PhaseDegraded, st.Phase)
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	require.NotNil(t, c)
@@ -327,7 +327,7 @@ func TestObservePhases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kvs := newStore()
 			sts, err := tc.setup(kvs)
-			st := observe(kvs, sts, nil, err, bootstrapState{done: true})
+			st := observe(kvs, sts, nil, err, bootstrapState{done: true}, nil)
 			assert.Equal(t, tc.want, st.Phase)
 			assert.Equal(t, kvs.Generation, st.ObservedGeneration)
 			assert.Equal(t, tc.degraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
@@ -342,14 +342,14 @@ func TestObservePhases(t *testing.T) {
 func TestObserveReadyRecordsImageAndWaitsForProxy(t *testing.T) {
 	kvs := newStore()
 	kvs.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptrInt32(2), Image: "envoy:1"}
-	st := observe(kvs, readySts("redis:7.2", 3), nil, nil, bootstrapState{done: true})
+	st := observe(kvs, readySts("redis:7.2", 3), nil, nil, bootstrapState{done: true}, nil)
 	assert.Equal(t, v1alpha1.PhaseCreating, st.Phase, "not Ready while the proxy tier is missing")
 	assert.Empty(t, st.CurrentImage, "currentImage is recorded once the whole store is Ready")
 	assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable))
 
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptrInt32(2)},
 		Status: appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2}}
-	st = observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true})
+	st = observe(kvs, readySts("redis:7.2", 3), d, nil, bootstrapState{done: true}, nil)
 	assert.Equal(t, v1alpha1.PhaseReady, st.Phase)
 	assert.Equal(t, "redis:7.2", st.CurrentImage)
 	assert.Equal(t, int32(2), st.ProxyReadyReplicas)

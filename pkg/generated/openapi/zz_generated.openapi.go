@@ -643,7 +643,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Paused stops the controller from changing the store's workloads. Status is still reported. Deletion of a paused store still runs the teardown, since the finalizer must eventually be released.",
+							Description: "Paused stops the controller from changing the store's workloads. Status is still reported, judged on what runs: a change made while paused waits, and the store reads Pending until it is unpaused. Deletion of a paused store still runs the teardown, since the finalizer must eventually be released.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -672,7 +672,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : accepted, nothing created yet.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
@@ -1351,7 +1351,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Paused stops the controller from changing the store's workloads. Status is still reported. Deletion of a paused store still runs the teardown, since the finalizer must eventually be released.",
+							Description: "Paused stops the controller from changing the store's workloads. Status is still reported, judged on what runs: a change made while paused waits, and the store reads Pending until it is unpaused. Deletion of a paused store still runs the teardown, since the finalizer must eventually be released.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -1380,7 +1380,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : accepted, nothing created yet.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},

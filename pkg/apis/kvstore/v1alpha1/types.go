@@ -71,7 +71,8 @@ type KeyValueStoreSpec struct {
 	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty" protobuf:"bytes,7,opt,name=persistentVolumeClaimRetentionPolicy"`
 
 	// Paused stops the controller from changing the store's workloads.
-	// Status is still reported. Deletion of a paused store still runs the
+	// Status is still reported, judged on what runs: a change made while
+	// paused waits, and the store reads Pending until it is unpaused. Deletion of a paused store still runs the
 	// teardown, since the finalizer must eventually be released.
 	// +optional
 	Paused bool `json:"paused,omitempty" protobuf:"varint,8,opt,name=paused"`
@@ -220,7 +221,9 @@ type PersistentVolumeClaimRetentionPolicy struct {
 type KeyValueStorePhase string
 
 const (
-	// PhasePending: accepted, nothing created yet.
+	// PhasePending: paused before anything was created (or with its data
+	// tier deleted while paused), or paused with changes to the spec that
+	// wait until it is unpaused.
 	PhasePending KeyValueStorePhase = "Pending"
 	// PhaseCreating: workloads exist but are not yet all ready.
 	PhaseCreating KeyValueStorePhase = "Creating"

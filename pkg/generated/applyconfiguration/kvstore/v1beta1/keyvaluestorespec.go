@@ -47,7 +47,8 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// replicas' PersistentVolumeClaims when the store is deleted.
 	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicyApplyConfiguration `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
 	// Paused stops the controller from changing the store's workloads.
-	// Status is still reported. Deletion of a paused store still runs the
+	// Status is still reported, judged on what runs: a change made while
+	// paused waits, and the store reads Pending until it is unpaused. Deletion of a paused store still runs the
 	// teardown, since the finalizer must eventually be released.
 	Paused *bool `json:"paused,omitempty"`
 	// Bootstrap is a Job run once, after the data replicas are first ready
