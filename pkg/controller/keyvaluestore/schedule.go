@@ -305,7 +305,11 @@ func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStor
 		return
 	}
 	if plan.err != nil {
-		set(metav1.ConditionFalse, ReasonInvalidSchedule, "spec.backup.schedule cannot be run: "+plan.err.Error())
+		msg := "spec.backup.schedule cannot be run: " + plan.err.Error()
+		if tzErr := (*validation.TimeZoneError)(nil); errors.As(plan.err, &tzErr) {
+			msg = "the backup schedule cannot be run: " + tzErr.Error()
+		}
+		set(metav1.ConditionFalse, ReasonInvalidSchedule, msg)
 		return
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded); c != nil && c.Reason == ReasonInvalidSchedule {

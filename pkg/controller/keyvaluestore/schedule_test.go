@@ -345,6 +345,21 @@ func TestScheduleThatNeverComesIsReported(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning InvalidSchedule"), "told again")
 }
 
+// A stored time zone the server cannot load where it runs now (the API
+// keeps accepting it while an update leaves it as it is) is reported as the
+// field it is: the message blamed spec.backup.schedule.
+func TestScheduleInAZoneThatDoesNotLoadNamesTheZone(t *testing.T) {
+	kvs := newStore(withSchedule("0 3 * * *", 7), func(k *v1alpha1.KeyValueStore) { k.Spec.Backup.TimeZone = ptr.To("Mars/Olympus") })
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, ReasonInvalidSchedule, cond.Reason)
+	assert.Contains(t, cond.Message, `spec.backup.timeZone "Mars/Olympus"`)
+	assert.NotContains(t, cond.Message, "spec.backup.schedule")
+}
+
 // Pruning deletes backups: it follows keep as the server has it, not as a
 // lagging cache does. Before the fix a user who had just raised keep could
 // lose the backups the new value keeps.

@@ -50,13 +50,27 @@ func ParseSchedule(schedule string, timeZone *string) (cron.Schedule, error) {
 	}
 	loc, err := time.LoadLocation(*timeZone)
 	if err != nil {
-		return nil, err
+		return nil, &TimeZoneError{Zone: *timeZone, Err: err}
 	}
 	if spec, ok := sched.(*cron.SpecSchedule); ok {
 		spec.Location = loc
 	}
 	return sched, nil
 }
+
+// TimeZoneError says a schedule's time zone cannot be loaded: a stored zone
+// the server can no longer load where it runs stays accepted (it ratchets),
+// so the controller meets it.
+type TimeZoneError struct {
+	Zone string
+	Err  error
+}
+
+func (e *TimeZoneError) Error() string {
+	return fmt.Sprintf("spec.backup.timeZone %q cannot be loaded: %v", e.Zone, e.Err)
+}
+
+func (e *TimeZoneError) Unwrap() error { return e.Err }
 
 // validateSchedule checks spec.backup's schedule, time zone and keep; old
 // is the stored spec.backup on update (nil on create). A stored schedule or
