@@ -326,8 +326,15 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 		from = "new"
 	}
 	msg := fmt.Sprintf("Phase %s -> %s", from, after)
-	if p := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Message != "" {
-		msg += ": " + p.Message
+	// The condition that tells why: what was lost, or where the workloads
+	// stand (Progressing keeps "all replicas ... are ready" at the
+	// generation once Ready, replicas lost or not).
+	why := v1alpha1.ConditionProgressing
+	if after == v1alpha1.PhaseDegraded {
+		why = v1alpha1.ConditionDegraded
+	}
+	if c := meta.FindStatusCondition(kvs.Status.Conditions, why); c != nil && c.Message != "" {
+		msg += ": " + c.Message
 	}
 	c.recorder.Event(kvs, eventType, string(after), msg)
 }

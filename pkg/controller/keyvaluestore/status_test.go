@@ -469,3 +469,21 @@ func TestStatusConflictWithANewGenerationWritesNothing(t *testing.T) {
 	st := f.stored(kvs).Status
 	assert.False(t, st.Phase == v1alpha1.PhaseReady && st.ObservedGeneration == 2, "Ready at generation 2, whose proxy image was never applied")
 }
+
+// The Warning that a store turned Degraded says what was lost. It carried
+// the Progressing message, which at the generation once Ready still reads
+// "all replicas run the current spec and are ready".
+func TestTheDegradedEventSaysWhatWasLost(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(context.Background(), kvs.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	sts.Status.ReadyReplicas = 2
+	_, err = f.kube.AppsV1().StatefulSets("ns").UpdateStatus(context.Background(), sts, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Warning Degraded Phase Ready -> Degraded: only 2/3 data replicas ready"}, f.events())
+}
