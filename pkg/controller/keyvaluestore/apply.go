@@ -57,6 +57,23 @@ func (k ownedKind[T, AC]) carries(cur T, desired AC) bool {
 	return k.unchanged(cur, desired)
 }
 
+// applied returns the fields of cur that are ours in managedFields, and
+// desired fitted to cur's immutable fields, both normalized as unchanged
+// compares them; ok is false if they cannot be read.
+func (k ownedKind[T, AC]) applied(cur T, desired AC) (live AC, ok bool) {
+	if k.adapt != nil {
+		k.adapt(cur, desired)
+	}
+	live, err := k.extract(cur)
+	if err != nil {
+		return live, false
+	}
+	if k.normalize != nil {
+		k.normalize(live, desired)
+	}
+	return live, true
+}
+
 // unchanged says cur carries, as ours in managedFields, exactly desired.
 func (k ownedKind[T, AC]) unchanged(cur T, desired AC) bool {
 	digest, memoable := k.memo.digest(cur, desired)

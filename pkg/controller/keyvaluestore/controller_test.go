@@ -1641,3 +1641,99 @@ func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseUpgrading, f.stored(kvs).Status.Phase)
 	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionDegraded))
 }
+
+// setStatefulSet changes the store's StatefulSet on the fake server, as
+// fieldManager does, and refreshes the caches.
+func (f *fixture) setStatefulSet(kvs *v1alpha1.KeyValueStore, fieldManager string, change func(*appsv1.StatefulSet)) {
+	f.t.Helper()
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(ctx, kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	change(sts)
+	sts, err = f.kube.AppsV1().StatefulSets(kvs.Namespace).Update(ctx, sts, metav1.UpdateOptions{FieldManager: fieldManager})
+	require.NoError(f.t, err)
+	change(sts) // the status too
+	_, err = f.kube.AppsV1().StatefulSets(kvs.Namespace).UpdateStatus(ctx, sts, metav1.UpdateOptions{FieldManager: fieldManager})
+	require.NoError(f.t, err)
+	f.refreshCache(kvs.Namespace)
+}
+
+// A paused store is judged on what the controller applied: a replica lost
+// among those that run is Degraded whatever change waits (a scale-down
+// too), and a StatefulSet scaled by hand is not taken for what should run.
+// Found by review of the first version, which read Upgrading, "rolling
+// out", or Available "0/0" for these.
+func TestAPausedStoreStillTellsLosses(t *testing.T) {
+	lose := func(n int32) func(*appsv1.StatefulSet) {
+		return func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = n }
+	}
+	for name, tc := range map[string]struct {
+		change func(*v1alpha1.KeyValueStoreSpec)
+		// syncFirst: the change is seen before the loss.
+		syncFirst bool
+		loss      func(*appsv1.StatefulSet)
+		manager   string
+	}{
+		"a replica lost while an image waits":        {change: func(s *v1alpha1.KeyValueStoreSpec) { s.Image = "redis:7.4" }, syncFirst: true, loss: lose(2)},
+		"two replicas lost while a scale-down waits": {change: func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](1) }, syncFirst: true, loss: lose(1)},
+		"a replica lost as the change is made":       {change: func(s *v1alpha1.KeyValueStoreSpec) { s.Image = "redis:7.4" }, loss: lose(2)},
+		"the StatefulSet scaled to zero by hand": {loss: func(s *appsv1.StatefulSet) {
+			s.Spec.Replicas = ptr.To[int32](0)
+			s.Status.Replicas, s.Status.ReadyReplicas = 0, 0
+		}, manager: "kubectl"},
+		"the StatefulSet scaled down by hand, then one": {loss: func(s *appsv1.StatefulSet) {
+			s.Spec.Replicas = ptr.To[int32](1)
+			s.Status.Replicas, s.Status.ReadyReplicas = 1, 1
+		}, manager: "kubectl"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore()
+			f := newFixture(t, kvs)
+			f.bringUp(kvs)
+			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+			_, err := f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			if tc.change != nil {
+				f.changeSpec(kvs, tc.change)
+			}
+			if tc.syncFirst {
+				_, err := f.sync(f.stored(kvs))
+				require.NoError(t, err)
+				require.Equal(t, v1alpha1.PhasePending, f.stored(kvs).Status.Phase)
+			}
+			f.setStatefulSet(kvs, tc.manager, tc.loss)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			st := f.stored(kvs).Status
+			assert.Equal(t, v1alpha1.PhaseDegraded, st.Phase)
+			assert.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
+			assert.False(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAvailable))
+			assert.Equal(t, ReasonPaused, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing).Reason, "nothing rolls out while paused")
+			kube, _ := f.writes()
+			assert.Empty(t, kube)
+		})
+	}
+}
+
+// A store paused before it was ever Ready is not taken for one that was:
+// its data tier ready and its proxy still to be created, it reads Pending,
+// and unpaused, Creating (the first version recorded currentImage, and the
+// store then read Upgrading).
+func TestAStorePausedBeforeItWasReady(t *testing.T) {
+	kvs := newStore(withProxy(2))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	st := f.stored(kvs).Status
+	assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+	assert.Empty(t, st.CurrentImage, "never Ready")
+
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = false })
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseCreating, f.stored(kvs).Status.Phase)
+}

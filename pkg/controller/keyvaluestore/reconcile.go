@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,9 +67,9 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	var applyErr error
 	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
 	boot := recordedBootstrap(kvs)
-	var held []string
+	var paused *pausedView
 	if kvs.Spec.Paused {
-		held = c.heldChanges(kvs, sts, proxy)
+		paused = c.viewPaused(kvs, sts, proxy)
 	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
 	}
@@ -91,7 +92,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 			// one): its own sync, already queued, applies and reports it.
 			return k.Status
 		}
-		st := observe(k, sts, proxy, applyErr, boot, held)
+		st := observe(k, sts, proxy, applyErr, boot, paused)
 		observeBackups(&st, k, backups, plan)
 		return st
 	})
@@ -197,22 +198,50 @@ func (c *Controller) apply(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts
 	return sts, proxy, boot, nil
 }
 
-// heldChanges names the workloads of a paused store that do not run its
-// spec: what the store will change once unpaused.
-func (c *Controller) heldChanges(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) []string {
-	var held []string
-	if sts != nil && !c.statefulSets.carries(sts, statefulSet(kvs, ptr.Deref(kvs.Spec.Replicas, 1))) {
-		held = append(held, "StatefulSet "+sts.Name+" runs an earlier spec")
+// pausedView is how a paused store is judged: on the replicas the
+// controller last applied (a StatefulSet scaled by hand is not what should
+// run), naming the workloads whose spec is not what the store's spec asks.
+type pausedView struct {
+	replicas, proxyReplicas int32
+	// held names each workload whose spec differs from what unpausing
+	// would apply.
+	held []string
+}
+
+// viewPaused judges a paused store's workloads without changing them.
+// Only the workloads' specs are compared: metadata the apply also sets
+// (an owner reference's version after an upgrade) changes nothing that
+// runs.
+func (c *Controller) viewPaused(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) *pausedView {
+	v := &pausedView{replicas: ptr.Deref(kvs.Spec.Replicas, 1)}
+	if sts != nil {
+		desired := statefulSet(kvs, v.replicas)
+		live, ok := c.statefulSets.applied(sts, desired)
+		if ok && live.Spec != nil && live.Spec.Replicas != nil {
+			v.replicas = *live.Spec.Replicas
+		}
+		if !ok || !apiequality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+			v.held = append(v.held, "StatefulSet "+sts.Name+" does not run the store's spec")
+		}
 	}
-	switch want := proxyReplicas(kvs); {
-	case proxy != nil && want == 0:
-		held = append(held, "Deployment "+proxy.Name+" is to be deleted")
-	case proxy != nil && !c.deployments.carries(proxy, proxyDeployment(kvs, want)):
-		held = append(held, "Deployment "+proxy.Name+" runs an earlier spec")
-	case proxy == nil && want > 0 && sts != nil:
-		held = append(held, "Deployment "+proxyName(kvs)+" is to be created")
+	want := proxyReplicas(kvs)
+	switch {
+	case proxy != nil:
+		desired := proxyDeployment(kvs, want)
+		live, ok := c.deployments.applied(proxy, desired)
+		v.proxyReplicas = want
+		if ok && live.Spec != nil && live.Spec.Replicas != nil {
+			v.proxyReplicas = *live.Spec.Replicas
+		}
+		if want == 0 {
+			v.held = append(v.held, "Deployment "+proxy.Name+" is to be deleted")
+		} else if !ok || !apiequality.Semantic.DeepEqual(live.Spec, desired.Spec) {
+			v.held = append(v.held, "Deployment "+proxy.Name+" does not run the store's spec")
+		}
+	case want > 0 && sts != nil:
+		v.held = append(v.held, "Deployment "+proxyName(kvs)+" is to be created")
 	}
-	return held
+	return v
 }
 
 // recordScheduledBackupEvent warns, once per failed scheduled backup.

@@ -43,19 +43,17 @@ const (
 )
 
 // observe computes status from the store's StatefulSet and proxy Deployment.
-// held names, for a paused store, the objects that do not run its spec.
-func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error, boot bootstrapState, held []string) v1alpha1.KeyValueStoreStatus {
+// view, for a paused store, says how what runs is judged (nil otherwise).
+func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, applyErr error, boot bootstrapState, view *pausedView) v1alpha1.KeyValueStoreStatus {
 	st := *kvs.Status.DeepCopy()
 	desired, proxyWant := ptr.Deref(kvs.Spec.Replicas, 1), proxyReplicas(kvs)
 	image := kvs.Spec.Image
-	paused := kvs.Spec.Paused && sts != nil
+	paused := view != nil && sts != nil
+	var held []string
 	if paused {
-		// A paused store is judged on what runs, not on the spec: held says
-		// what of the spec waits.
-		image, desired, proxyWant = "", ptr.Deref(sts.Spec.Replicas, 1), 0
-		if proxy != nil {
-			proxyWant = ptr.Deref(proxy.Spec.Replicas, 1)
-		}
+		// A paused store is judged on what it runs as the controller last
+		// applied it, not on the spec: held says what of the spec waits.
+		image, desired, proxyWant, held = "", view.replicas, view.proxyReplicas, view.held
 	}
 	gen := kvs.Generation
 
@@ -75,15 +73,18 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	proxyReady := deploymentReady(proxy, proxyWant)
 	// currentImage is recorded only when the whole store is Ready, so it also
 	// says the store has been Ready before (Upgrading and Degraded need that).
-	if dataReady && proxyReady && boot.done {
+	if dataReady && proxyReady && boot.done && len(held) == 0 {
 		st.CurrentImage = dataContainer(sts).Image
 	}
 	wasReady := st.CurrentImage != ""
+	// The generation at which the store was last all ready: at Ready, or,
+	// paused with changes waiting, at Pending (what runs was all ready).
 	readyGeneration := int64(-1)
-	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil &&
-		p.Status == metav1.ConditionFalse && p.Reason == ReasonRolloutComplete {
+	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Status == metav1.ConditionFalse &&
+		(p.Reason == ReasonRolloutComplete || paused && wasReady && p.Reason == ReasonPaused) {
 		readyGeneration = p.ObservedGeneration
 	}
+	pausedMessage := fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; "))
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
@@ -112,8 +113,7 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	case paused && len(held) > 0 && dataReady && proxyReady && boot.done:
 		// What runs is Ready, but it is not the spec.
 		st.Phase = v1alpha1.PhasePending
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused,
-			fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; ")))
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, pausedMessage)
 	case dataReady && proxyReady && boot.done && (applyErr == nil || gen == readyGeneration):
 		// After a failed apply the objects are the cache's, which may run
 		// an earlier generation's spec: Ready only for the one already Ready.
@@ -133,11 +133,16 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		// At the generation once fully ready, what is missing was lost; at
 		// a newer one, only what the change cannot explain.
 		newGeneration := gen != readyGeneration
-		if newGeneration {
+		st.Phase = v1alpha1.PhaseUpgrading
+		switch {
+		case paused && len(held) > 0:
+			// Nothing of the change rolls out.
+			st.Phase = v1alpha1.PhasePending
+			set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonPaused, pausedMessage)
+		case newGeneration:
 			set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut, fmt.Sprintf("rolling out generation %d: %d/%d replicas updated", gen, st.UpdatedReplicas, desired))
 		}
-		st.Phase = v1alpha1.PhaseUpgrading
-		if !newGeneration || lostReplicas(kvs, sts, proxy, newGeneration) {
+		if !newGeneration || lostReplicas(kvs, sts, proxy, newGeneration, desired, proxyWant) {
 			st.Phase = v1alpha1.PhaseDegraded
 			degraded = true
 		}
@@ -175,12 +180,11 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 // already lacks that one), whichever replica it is; the proxy Deployment's
 // rollout, as many as its strategy lets it (maxUnavailable), also once,
 // until it reports the rollout complete.
-func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, newGeneration bool) bool {
+func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment, newGeneration bool, desired, want int32) bool {
 	was := &kvs.Status
 	if meta.IsStatusConditionTrue(was.Conditions, v1alpha1.ConditionDegraded) {
 		return true
 	}
-	desired := ptr.Deref(kvs.Spec.Replicas, 1)
 	ready, floor := int32(0), min(was.ReadyReplicas, desired)
 	if sts != nil {
 		ready = min(sts.Status.ReadyReplicas, sts.Status.Replicas)
@@ -191,7 +195,7 @@ func lostReplicas(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *a
 	if ready < floor {
 		return true
 	}
-	proxyReady, want := int32(0), proxyReplicas(kvs)
+	proxyReady := int32(0)
 	proxyFloor := min(was.ProxyReadyReplicas, want)
 	if proxy != nil {
 		proxyReady = proxy.Status.ReadyReplicas

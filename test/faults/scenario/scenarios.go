@@ -222,8 +222,10 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 				// Work for the new leader while the old one sleeps: scale the
 				// probe store, and create one more store.
 				_ = updateReplicas(ctx, direct, s.Namespace, "probe-leader", 2)
+				// At least 20 s, however late the failover came: the pause
+				// goes on until the probe is done.
 				s.Report.recovery("controller reconciling under the new leader (new store Ready)",
-					s.ProbeStore(ctx, direct, "probe-new-leader", t0, pause-time.Since(t0)), "SIGSTOP of the leader")
+					s.ProbeStore(ctx, direct, "probe-new-leader", t0, max(pause-time.Since(t0), 20*time.Second)), "SIGSTOP of the leader")
 				// And a change the old leader will see as soon as it wakes.
 				_ = updateReplicas(ctx, direct, s.Namespace, "probe-leader", 3)
 			}

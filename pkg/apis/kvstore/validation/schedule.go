@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -123,11 +124,13 @@ func validateSchedule(b, old *kvstore.BackupSpec, fldPath *field.Path) field.Err
 
 // hostZoneFile says tz names one of the host's zone files that is no IANA
 // zone: "localtime" is the server's own zone (as "Local" is), posix/ and
-// right/ are Debian's copies of the database. time.LoadLocation reads the
-// host's files before the server's embedded database, which has none of
-// them, so a server on another host or image would refuse the name.
+// right/ are Debian's copies of the database; or a path to a zone file
+// ("./UTC", "Europe//Berlin") rather than its name. time.LoadLocation reads
+// the host's files before the server's embedded database, which has none
+// of them, so a server on another host or image would refuse the name.
 func hostZoneFile(tz string) bool {
-	return tz == "localtime" || tz == "posixrules" || strings.HasPrefix(tz, "posix/") || strings.HasPrefix(tz, "right/")
+	return tz == "localtime" || tz == "posixrules" || strings.HasPrefix(tz, "posix/") || strings.HasPrefix(tz, "right/") ||
+		tz != path.Clean(tz)
 }
 
 // cronText says s holds only what a cron expression is written with:

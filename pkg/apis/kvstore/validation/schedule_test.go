@@ -75,6 +75,14 @@ func TestValidateSchedule(t *testing.T) {
 		{name: "a right/ zone file", mutate: withBackup(func(b *kvstore.BackupSpec) {
 			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("right/UTC")
 		}), want: expect(invalid("spec.backup.timeZone"))},
+		// A path the host's files resolve and the embedded database does
+		// not have (found by review: "./localtime" is the server's zone).
+		{name: "a zone written as a path", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("./localtime")
+		}), want: expect(invalid("spec.backup.timeZone"))},
+		{name: "a zone with an empty path segment", mutate: withBackup(func(b *kvstore.BackupSpec) {
+			b.Schedule, b.TimeZone = "0 3 * * *", ptr.To("Europe//Berlin")
+		}), want: expect(invalid("spec.backup.timeZone"))},
 		{name: "time zone without schedule", mutate: withBackup(func(b *kvstore.BackupSpec) { b.TimeZone = ptr.To("UTC") }),
 			want: expect(invalid("spec.backup.timeZone"))},
 		{name: "a date that never comes", mutate: withBackup(func(b *kvstore.BackupSpec) { b.Schedule = "0 0 30 2 *" }),
