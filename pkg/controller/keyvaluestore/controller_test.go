@@ -1737,3 +1737,25 @@ func TestAStorePausedBeforeItWasReady(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PhaseCreating, f.stored(kvs).Status.Phase)
 }
+
+// Only what runs counts as a waiting change: metadata the controller
+// applied differently before (an earlier release's label, an owner
+// reference's version before an upgrade) does not make a paused store
+// Pending (found by review).
+func TestAPausedStoreIgnoresAppliedMetadata(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(context.Background(), kvs.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	applied, err := f.c.statefulSets.extract(sts)
+	require.NoError(t, err)
+	applied.WithLabels(map[string]string{"an-earlier-release": "label"})
+	_, err = f.kube.AppsV1().StatefulSets("ns").Apply(context.Background(), applied, applyOptions)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
+}
