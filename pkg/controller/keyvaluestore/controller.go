@@ -255,20 +255,23 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		withUpdateFilter(specOrMetadataChanged)); err != nil {
 		return nil, err
 	}
-	// Pods and claims matter only to a teardown (it waits for the Pods to go,
-	// deletes the highest unready data Pod, and deletes claims); during normal
-	// operation the StatefulSet's status already sums the Pods up, and every
-	// Pod going Ready would otherwise cost a full reconcile. Even in a
-	// teardown, only their going, their deletion starting and a Pod's
+	// Pods and claims matter mostly to a teardown (it waits for the Pods to
+	// go, deletes the highest unready data Pod, and deletes claims); during
+	// normal operation the StatefulSet's status already sums the Pods up,
+	// and every Pod going Ready would otherwise cost a full reconcile. Even
+	// in a teardown, only their going, their deletion starting and a Pod's
 	// readiness count: a terminating Pod's other status updates do not.
+	// Outside a teardown, a Pod that cannot start counts too: it may hold up
+	// a rollout (replaceStuckPod).
 	for _, w := range []struct {
 		inf     cache.SharedIndexInformer
+		enqueue func(any)
 		changed func(old, new any) bool
 	}{
-		{kubeInformers.Core().V1().Pods().Informer(), podChanged},
-		{kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), specOrMetadataChanged},
+		{kubeInformers.Core().V1().Pods().Informer(), c.enqueueOwnerOfPod, podChanged},
+		{kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), c.enqueueOwnerIfTearingDown, specOrMetadataChanged},
 	} {
-		if err := c.watchOwned(w.inf, c.enqueueOwnerIfTearingDown, withUpdateFilter(w.changed)); err != nil {
+		if err := c.watchOwned(w.inf, w.enqueue, withUpdateFilter(w.changed)); err != nil {
 			return nil, err
 		}
 	}
@@ -382,7 +385,18 @@ func podChanged(old, new any) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return specOrMetadataChanged(old, new) || podReady(o) != podReady(n)
+	return specOrMetadataChanged(old, new) || podReady(o) != podReady(n) || podCannotStart(o) != podCannotStart(n)
+}
+
+// enqueueOwnerOfPod enqueues the owning store of a Pod that cannot start
+// (it may hold up a rollout), and otherwise only while the store is being
+// deleted.
+func (c *Controller) enqueueOwnerOfPod(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok && podCannotStart(p) {
+		c.enqueueOwner(obj)
+		return
+	}
+	c.enqueueOwnerIfTearingDown(obj)
 }
 
 // enqueueOwnerIfTearingDown enqueues the owning store only while it is

@@ -1467,6 +1467,8 @@ func TestWorkloadUpdatesThatMatter(t *testing.T) {
 		{"pod becomes ready", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions = readyPod.Status.Conditions }, true},
 		{"pod stops being ready", podChanged, readyPod, func(o runtime.Object) { o.(*corev1.Pod).Status.Conditions[0].Status = corev1.ConditionFalse }, true},
 		{"pod phase", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.Phase = corev1.PodSucceeded }, false},
+		{"pod cannot start", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.ContainerStatuses = waiting("ImagePullBackOff") }, true},
+		{"pod starting", podChanged, pod, func(o runtime.Object) { o.(*corev1.Pod).Status.ContainerStatuses = waiting("ContainerCreating") }, false},
 		{"service selector", serviceChanged, svc, func(o runtime.Object) { o.(*corev1.Service).Spec.Selector = map[string]string{"a": "b"} }, true},
 		{"service load balancer", serviceChanged, svc, func(o runtime.Object) {
 			o.(*corev1.Service).Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.2"}}

@@ -68,10 +68,14 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
 	boot := recordedBootstrap(kvs)
 	var paused *pausedView
+	var rolloutErr error
 	if kvs.Spec.Paused {
 		paused = c.viewPaused(kvs, sts, proxy)
 	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
+		if applyErr == nil {
+			rolloutErr = c.replaceStuckPod(ctx, kvs, sts)
+		}
 	}
 	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
 		// The namespace controller is deleting what we would recreate, and
@@ -122,7 +126,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		// the error backoff.
 		return res.sooner(result{requeueAfter: waitFallback}), scheduleErr
 	}
-	return res, errors.Join(applyErr, statusErr, scheduleErr)
+	return res, errors.Join(applyErr, rolloutErr, statusErr, scheduleErr)
 }
 
 // apply writes the desired owned objects with server-side apply: only the

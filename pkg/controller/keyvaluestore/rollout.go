@@ -1,0 +1,84 @@
+package keyvaluestore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// ReasonReplacedStuckPod is the Warning event of a data Pod deleted so that
+// a rollout can go on.
+const ReasonReplacedStuckPod = "ReplacedStuckPod"
+
+// cannotStartReasons are the waiting reasons of a container whose Pod will
+// not start as it is: its image cannot be pulled, or it crashes, or the
+// runtime refuses its configuration. Not a Pod still being scheduled, pulling
+// or starting.
+var cannotStartReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// podCannotStart says a container of p waits for a reason it will not get
+// over by itself.
+func podCannotStart(p *corev1.Pod) bool {
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && slices.Contains(cannotStartReasons, w.Reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceStuckPod deletes the data Pod that keeps the StatefulSet's rollout
+// from going on: an OrderedReady StatefulSet never replaces a Pod that is
+// not running and ready (Kubernetes' "forced rollback", kubernetes#67250),
+// so after a bad image is reverted or fixed, the Pod left on the bad
+// revision stays broken for ever. Such a Pod does not serve; deleting it
+// keeps its claim, and the StatefulSet recreates it on its update revision.
+// Only a Pod of the StatefulSet that runs another revision than its update
+// revision and cannot start is deleted, one at a time, and only if it is
+// still as the cache has it (a Pod that has just become ready is left).
+func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) error {
+	if sts == nil || sts.DeletionTimestamp != nil || sts.Status.ObservedGeneration < sts.Generation || sts.Status.UpdateRevision == "" {
+		return nil // the update revision may not be the spec's yet
+	}
+	pods, err := c.componentPods(kvs, ComponentData)
+	if err != nil {
+		return err
+	}
+	var stuck *corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			return nil // one at a time
+		}
+		if metav1.IsControlledBy(p, sts) && p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision &&
+			!podReady(p) && podCannotStart(p) && (stuck == nil || ordinal(p) > ordinal(stuck)) {
+			stuck = p
+		}
+	}
+	if stuck == nil {
+		return nil
+	}
+	err = c.kube.CoreV1().Pods(stuck.Namespace).Delete(ctx, stuck.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &stuck.UID, ResourceVersion: &stuck.ResourceVersion},
+	})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Gone, or changed since it was read: the next event tells.
+		klog.FromContext(ctx).V(2).Info("Stuck data Pod changed before its deletion", "pod", klog.KObj(stuck), "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete data Pod %s: %w", stuck.Name, err)
+	}
+	c.recorder.Eventf(kvs, corev1.EventTypeWarning, ReasonReplacedStuckPod,
+		"Deleted data Pod %s: it runs revision %s and cannot start, and the StatefulSet does not replace a Pod that is not ready; it is recreated on revision %s, its claim kept",
+		stuck.Name, stuck.Labels[appsv1.ControllerRevisionHashLabelKey], sts.Status.UpdateRevision)
+	return nil
+}

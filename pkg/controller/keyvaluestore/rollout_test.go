@@ -1,0 +1,176 @@
+package keyvaluestore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// stuckRollout is a Ready store of three whose image went bad and was
+// reverted: its StatefulSet's update revision is "good" again, Pods 0 and 1
+// run it, and Pod 2 still runs "bad" and cannot pull its image. An
+// OrderedReady StatefulSet never replaces a Pod that is not ready
+// (kubernetes#67250), so nothing else moves it.
+func stuckRollout(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
+	kvs := newStore(opts...)
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	ctx := context.Background()
+	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, kvs.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	sts.UID = "sts-uid"
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 2, CurrentReplicas: 2, UpdatedReplicas: 2,
+		CurrentRevision: "good", UpdateRevision: "good"}
+	_, err = f.kube.AppsV1().StatefulSets("ns").UpdateStatus(ctx, sts, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	for i, revision := range []string{"good", "good", "bad"} {
+		f.addPod(revisionPod(kvs, sts, int32(i), revision, revision == "good"))
+	}
+	f.setPod(kvs, 2, func(p *corev1.Pod) { p.Status.ContainerStatuses = waiting("ImagePullBackOff") })
+	f.refreshCache("ns")
+	return f, kvs
+}
+
+// revisionPod is the StatefulSet's data Pod of ordinal i on a revision.
+func revisionPod(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, i int32, revision string, ready bool) *corev1.Pod {
+	p := newDataPod(kvs, i)
+	p.UID = types.UID("pod-" + p.Name)
+	p.ResourceVersion = "5"
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
+	return p
+}
+
+func waiting(reason string) []corev1.ContainerStatus {
+	return []corev1.ContainerStatus{{Name: dataContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}
+}
+
+// addPod puts the Pod on the fake server and into the cache.
+func (f *fixture) addPod(p *corev1.Pod) {
+	f.t.Helper()
+	_, err := f.kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	require.NoError(f.t, err)
+	f.cache(p)
+}
+
+// setPod changes the data Pod of ordinal i on the fake server and in the
+// cache.
+func (f *fixture) setPod(kvs *v1alpha1.KeyValueStore, i int32, change func(*corev1.Pod)) {
+	f.t.Helper()
+	p, err := f.kube.CoreV1().Pods(kvs.Namespace).Get(context.Background(), newDataPod(kvs, i).Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	change(p)
+	_, err = f.kube.CoreV1().Pods(kvs.Namespace).Update(context.Background(), p, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.cache(p)
+}
+
+// deletedPods are the Pod deletions sent, with their preconditions.
+func (f *fixture) deletedPods() []string {
+	var out []string
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(core.DeleteAction); ok && d.GetResource().Resource == "pods" {
+			pre := d.GetDeleteOptions().Preconditions
+			s := d.GetName()
+			if pre != nil && pre.UID != nil && pre.ResourceVersion != nil {
+				s += " uid=" + string(*pre.UID) + " rv=" + *pre.ResourceVersion
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A reverted (or fixed) image finishes rolling out by itself: the data Pod
+// left on another revision that cannot start is deleted, its claim kept,
+// and the StatefulSet recreates it on its update revision. Before, the
+// store read Upgrading for ever until a user deleted the Pod.
+func TestAStuckRolloutReplacesThePodThatCannotStart(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.kube.ClearActions()
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	// Only if the Pod is still as it was read: one that has since become
+	// ready (a new resourceVersion) is left alone.
+	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ReplacedStuckPod Deleted data Pod s-2")
+	kube, _ := f.writes()
+	for _, w := range kube {
+		assert.NotContains(t, w, "persistentvolumeclaims", "its claim is kept")
+	}
+}
+
+// Nothing else is deleted: a Pod that runs the update revision (the bad
+// image is not reverted yet), one still starting, one that is ready, one
+// of a paused store, while another Pod is already going, or before the
+// StatefulSet has seen its latest spec (its update revision is then not
+// yet the spec's).
+func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
+	for name, setup := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore){
+		"the Pod runs the update revision": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "good" })
+		},
+		"the Pod is still starting": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Status.ContainerStatuses = waiting("ContainerCreating") })
+		},
+		// (With a container status the kubelet has not caught up with: a
+		// ready Pod serves, whatever else it says.)
+		"the Pod is ready": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue })
+		},
+		"the store is paused": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+		},
+		"another Pod is going": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setPod(kvs, 1, func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: testNow} })
+		},
+		"the StatefulSet has not seen its spec": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			sts, err := f.kube.AppsV1().StatefulSets("ns").Get(context.Background(), kvs.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			sts.Status.ObservedGeneration = sts.Generation - 1
+			_, err = f.kube.AppsV1().StatefulSets("ns").UpdateStatus(context.Background(), sts, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			f.refreshCache("ns")
+		},
+		"the Pod is another controller's": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.OwnerReferences[0].UID = "someone-else" })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, kvs := stuckRollout(t)
+			setup(f, kvs)
+			f.kube.ClearActions()
+			_, err := f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			assert.Empty(t, f.deletedPods())
+		})
+	}
+}
+
+// A Pod that cannot start enqueues its store: it may hold up a rollout.
+// Other Pod updates do so only while the store is torn down.
+func TestAPodThatCannotStartWakesItsStore(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	pod := newDataPod(kvs, 0)
+	f.c.enqueueOwnerOfPod(pod)
+	assert.Zero(t, f.c.queue.Len(), "a Pod starting or running")
+	pod.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+	f.c.enqueueOwnerOfPod(pod)
+	assert.Equal(t, 1, f.c.queue.Len())
+}
