@@ -340,7 +340,7 @@ func TestControllerLeavesPausedStoreAlone(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhasePending, got.Status.Phase)
 	if p := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionProgressing); assert.NotNil(t, p) {
 		assert.Equal(t, "Paused", p.Reason)
-		assert.Contains(t, p.Message, "StatefulSet paused runs an earlier spec")
+		assert.Contains(t, p.Message, "StatefulSet paused does not run the store's spec")
 	}
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionAvailable), "its one replica is ready")
 
