@@ -352,6 +352,58 @@ func TestControllerLeavesPausedStoreAlone(t *testing.T) {
 	})
 }
 
+// A bad image, reverted, finishes rolling out by itself. kwok's
+// pod-image-pull-backoff stage plays a kubelet that cannot pull the image:
+// the real StatefulSet controller replaces the highest Pod with one that
+// never starts, and after the revert it does not replace that Pod again
+// (kubernetes#67250); the store's controller does.
+func TestARevertedBadImageRollsOutByItself(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	client := kvs.KvstoreV1alpha1().KeyValueStores(ns)
+	_, err := client.Create(ctx, store("revert", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "revert", "Ready", isReady)
+
+	_, err = client.Patch(ctx, "revert", types.MergePatchType, []byte(`{"spec":{"image":"kvstore.io/e2e-image:cannot-pull"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	var stuck *corev1.Pod
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "revert-1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+			p.Status.ContainerStatuses[0].State.Waiting.Reason != "ImagePullBackOff" {
+			return fmt.Errorf("revert-1 does not wait for its image yet")
+		}
+		stuck = p
+		return nil
+	}), "the StatefulSet replaces the highest Pod with one that cannot start")
+	// While the bad image is the spec the Pod is left: a new one would run
+	// the same image.
+	time.Sleep(3 * time.Second)
+	p, err := kube.CoreV1().Pods(ns).Get(ctx, "revert-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, stuck.UID, p.UID)
+
+	_, err = client.Patch(ctx, "revert", types.MergePatchType, []byte(`{"spec":{"image":"redis:7.2"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "revert", "Ready on the reverted image", func(k *v1alpha1.KeyValueStore) bool {
+		return isReady(k) && k.Status.CurrentImage == "redis:7.2"
+	})
+	p, err = kube.CoreV1().Pods(ns).Get(ctx, "revert-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, stuck.UID, p.UID, "replaced")
+	assert.Equal(t, "redis:7.2", p.Spec.Containers[0].Image)
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=revert,reason=ReplacedStuckPod"})
+	require.NoError(t, err)
+	assert.Len(t, events.Items, 1)
+	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-revert-1", metav1.GetOptions{})
+	assert.NoError(t, err, "its claim is kept")
+}
+
 func TestControllerNoUpdateHotLoop(t *testing.T) {
 	ctx := context.Background()
 	kube, kvs := clients(t)

@@ -42,9 +42,14 @@ func podCannotStart(p *corev1.Pod) bool {
 // so after a bad image is reverted or fixed, the Pod left on the bad
 // revision stays broken for ever. Such a Pod does not serve; deleting it
 // keeps its claim, and the StatefulSet recreates it on its update revision.
-// Only a Pod of the StatefulSet that runs another revision than its update
-// revision and cannot start is deleted, one at a time, and only if it is
-// still as the cache has it (a Pod that has just become ready is left).
+// Only a Pod of the StatefulSet that runs neither its update revision nor
+// its current one (the revision the whole set last ran ready) and cannot
+// start is deleted: one left by a rollout since reverted or fixed. A Pod on
+// the current revision is left, whatever the rollout: the StatefulSet
+// would recreate it on the update revision (a bad image not reverted yet)
+// or, below a partition, as it was, again and again. One at a time, and
+// only if the Pod is still as the cache has it (a Pod that has just become
+// ready is left); one changed meanwhile is tried again.
 func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) error {
 	if sts == nil || sts.DeletionTimestamp != nil || sts.Status.ObservedGeneration < sts.Generation || sts.Status.UpdateRevision == "" {
 		return nil // the update revision may not be the spec's yet
@@ -58,7 +63,8 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 		if p.DeletionTimestamp != nil {
 			return nil // one at a time
 		}
-		if metav1.IsControlledBy(p, sts) && p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision &&
+		revision := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+		if metav1.IsControlledBy(p, sts) && revision != sts.Status.UpdateRevision && revision != sts.Status.CurrentRevision &&
 			!podReady(p) && podCannotStart(p) && (stuck == nil || ordinal(p) > ordinal(stuck)) {
 			stuck = p
 		}
@@ -70,10 +76,13 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 		Preconditions: &metav1.Preconditions{UID: &stuck.UID, ResourceVersion: &stuck.ResourceVersion},
 	})
 	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		// Gone, or changed since it was read: the next event tells.
-		klog.FromContext(ctx).V(2).Info("Stuck data Pod changed before its deletion", "pod", klog.KObj(stuck), "err", err)
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(2).Info("Stuck data Pod gone before its deletion", "pod", klog.KObj(stuck))
 		return nil
+	case apierrors.IsConflict(err):
+		// Changed since it was read: look again after the error backoff.
+		// The change may wake nobody (ErrImagePull to ImagePullBackOff).
+		return fmt.Errorf("data Pod %s changed before its deletion; looking again: %w", stuck.Name, err)
 	case err != nil:
 		return fmt.Errorf("delete data Pod %s: %w", stuck.Name, err)
 	}

@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 
@@ -150,6 +153,18 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 		"the Pod is another controller's": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
 			f.setPod(kvs, 2, func(p *corev1.Pod) { p.OwnerReferences[0].UID = "someone-else" })
 		},
+		// A rollout to the bad image, not reverted: a Pod on the revision
+		// the whole set last ran ready that crashes now and then would
+		// come back on the bad image (found by review), and one held back
+		// by a partition would come back as it was, again and again.
+		"the Pod runs the current revision of a rollout to a bad image": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "good", "bad" })
+			f.setPod(kvs, 1, func(p *corev1.Pod) {
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+				p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+			})
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Status.ContainerStatuses = nil }) // on "bad", starting
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, kvs := stuckRollout(t)
@@ -173,4 +188,17 @@ func TestAPodThatCannotStartWakesItsStore(t *testing.T) {
 	pod.Status.ContainerStatuses = waiting("CrashLoopBackOff")
 	f.c.enqueueOwnerOfPod(pod)
 	assert.Equal(t, 1, f.c.queue.Len())
+}
+
+// A deletion refused because the Pod changed since it was read is tried
+// again: the change that made it fail (the kubelet turning ErrImagePull
+// into ImagePullBackOff) wakes nobody, and the rollout would stay stuck
+// (found by review).
+func TestAStuckPodChangedMeanwhileIsTriedAgain(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.kube.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "s-2", errors.New("the resourceVersion does not match"))
+	})
+	res, err := f.sync(f.stored(kvs))
+	assert.True(t, err != nil || res.requeueAfter > 0, "retried")
 }
