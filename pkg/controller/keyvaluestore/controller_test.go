@@ -1761,3 +1761,49 @@ func TestAPausedStoreIgnoresAppliedMetadata(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
 }
+
+// A paused store whose replicas were not all ready when it was paused (a
+// scale-up under way) stays Pending on every later sync while nothing is
+// lost: the first version read Degraded from its second sync on, taking its
+// own Pending for a generation once all ready (found by review).
+func TestAPausedStoreNotAllReadyStaysPending(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 4, 3, 4 })
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused, s.Image = true, "redis:7.4" })
+	for range 3 {
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		st := f.stored(kvs).Status
+		assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+		assert.False(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
+	}
+}
+
+// A proxy replica lost while a proxy scale-down waits, paused, is Degraded:
+// the store is judged on the proxy replicas the controller applied, not on
+// the spec's smaller count (found by review).
+func TestAPausedStoreTellsALostProxyReplica(t *testing.T) {
+	kvs := newStore(withProxy(2))
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Proxy.Replicas = ptr.To[int32](1) })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhasePending, f.stored(kvs).Status.Phase)
+	d, err := f.kube.AppsV1().Deployments("ns").Get(context.Background(), proxyName(kvs), metav1.GetOptions{})
+	require.NoError(t, err)
+	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1
+	_, err = f.kube.AppsV1().Deployments("ns").UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseDegraded, f.stored(kvs).Status.Phase)
+}

@@ -43,13 +43,16 @@ func podCannotStart(p *corev1.Pod) bool {
 // revision stays broken for ever. Such a Pod does not serve; deleting it
 // keeps its claim, and the StatefulSet recreates it on its update revision.
 // Only a Pod of the StatefulSet that runs neither its update revision nor
-// its current one (the revision the whole set last ran ready) and cannot
-// start is deleted: one left by a rollout since reverted or fixed. A Pod on
-// the current revision is left, whatever the rollout: the StatefulSet
-// would recreate it on the update revision (a bad image not reverted yet)
-// or, below a partition, as it was, again and again. One at a time, and
-// only if the Pod is still as the cache has it (a Pod that has just become
-// ready is left); one changed meanwhile is tried again.
+// its current one (the revision the whole set last ran ready), cannot
+// start, and is the only data Pod not ready is deleted: one left by a
+// rollout since reverted or fixed, which alone holds it up. A Pod on the
+// current revision is left, whatever the rollout: the StatefulSet would
+// recreate it on the update revision (a bad image not reverted yet) or,
+// below a partition, as it was, again and again; so is any Pod while
+// another is not ready (a good one that crashes now and then would come
+// back on a bad update revision). Only if the Pod is still as the cache
+// has it (a Pod that has just become ready is left); one changed meanwhile
+// is tried again.
 func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) error {
 	if sts == nil || sts.DeletionTimestamp != nil || sts.Status.ObservedGeneration < sts.Generation || sts.Status.UpdateRevision == "" {
 		return nil // the update revision may not be the spec's yet
@@ -63,11 +66,17 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 		if p.DeletionTimestamp != nil {
 			return nil // one at a time
 		}
-		revision := p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if metav1.IsControlledBy(p, sts) && revision != sts.Status.UpdateRevision && revision != sts.Status.CurrentRevision &&
-			!podReady(p) && podCannotStart(p) && (stuck == nil || ordinal(p) > ordinal(stuck)) {
-			stuck = p
+		if podReady(p) {
+			continue
 		}
+		revision := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+		if stuck != nil || !metav1.IsControlledBy(p, sts) || revision == sts.Status.UpdateRevision || revision == sts.Status.CurrentRevision ||
+			!podCannotStart(p) {
+			// Another Pod not ready: the rollout may wait on it, and one
+			// deleted now would come back on the update revision.
+			return nil
+		}
+		stuck = p
 	}
 	if stuck == nil {
 		return nil

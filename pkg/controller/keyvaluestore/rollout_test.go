@@ -157,6 +157,20 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 		// the whole set last ran ready that crashes now and then would
 		// come back on the bad image (found by review), and one held back
 		// by a partition would come back as it was, again and again.
+		// A rollout A to B interrupted by a bad C: the Pod on B, good,
+		// crashes now and then; deleted, it would come back on C, two
+		// replicas down (found by review). Only a Pod that alone holds up
+		// the rollout is replaced.
+		"another Pod is not ready either": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "a", "c" })
+			f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
+			f.setPod(kvs, 1, func(p *corev1.Pod) {
+				p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+				p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+			})
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "c" })
+		},
 		"the Pod runs the current revision of a rollout to a bad image": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
 			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "good", "bad" })
 			f.setPod(kvs, 1, func(p *corev1.Pod) {

@@ -77,11 +77,12 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		st.CurrentImage = dataContainer(sts).Image
 	}
 	wasReady := st.CurrentImage != ""
-	// The generation at which the store was last all ready: at Ready, or,
-	// paused with changes waiting, at Pending (what runs was all ready).
+	// The generation at which the store was last Ready. (A paused store
+	// with changes waiting is judged by lostReplicas on what the controller
+	// applied: its Pending is no generation once Ready.)
 	readyGeneration := int64(-1)
-	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Status == metav1.ConditionFalse &&
-		(p.Reason == ReasonRolloutComplete || paused && wasReady && p.Reason == ReasonPaused) {
+	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil &&
+		p.Status == metav1.ConditionFalse && p.Reason == ReasonRolloutComplete {
 		readyGeneration = p.ObservedGeneration
 	}
 	pausedMessage := fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; "))

@@ -204,23 +204,37 @@ func (e *Env) Ready(r Replica) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// Leading reads a replica's kvstore_controller_leader gauge.
+// Leading reads a replica's kvstore_controller_leader gauge (false if it
+// cannot be read).
 func (e *Env) Leading(r Replica) bool {
+	leading, _ := e.leaderGauge(r)
+	return leading
+}
+
+// Follows says the replica's gauge reads 0: it answers, and does not lead.
+func (e *Env) Follows(r Replica) bool {
+	leading, read := e.leaderGauge(r)
+	return read && !leading
+}
+
+// leaderGauge reads a replica's kvstore_controller_leader gauge; read is
+// false if /metrics did not answer with it.
+func (e *Env) leaderGauge(r Replica) (leading, read bool) {
 	resp, err := e.HTTP.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", r.Port))
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return false
+		return false, false
 	}
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, "kvstore_controller_leader "); ok {
-			return strings.TrimSpace(v) == "1"
+			return strings.TrimSpace(v) == "1", true
 		}
 	}
-	return false
+	return false, false
 }
 
 // Leader returns the replica whose gauge says it leads, if exactly one does.

@@ -234,8 +234,9 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 			cont()
 			// The old leader finds its renew deadline passed and stops its
 			// controller; it keeps serving the API and stands for election
-			// again (it used to exit).
-			s.Report.recovery("the resumed old leader stops leading", Until(ctx, 30*time.Second, func() bool { return !e.Leading(leader) }), "SIGCONT")
+			// again (it used to exit). Its gauge must read 0: one that does
+			// not answer has not been seen to stop.
+			s.Report.recovery("the resumed old leader stops leading", Until(ctx, 30*time.Second, func() bool { return e.Follows(leader) }), "SIGCONT")
 			s.Report.fact("old leader process still running after it stopped leading (it serves the API)", e.Alive(leader.Name))
 			acquired, holder := e.leaseAcquired(ctx)
 			s.Report.fact("Lease holder after the pause", holder)
