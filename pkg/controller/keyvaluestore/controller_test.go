@@ -1773,7 +1773,9 @@ func TestAPausedStoreNotAllReadyStaysPending(t *testing.T) {
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) })
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 4, 3, 4 })
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+		s.Status.Replicas, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = 4, 3, 4
+	})
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused, s.Image = true, "redis:7.4" })
 	for range 3 {
 		_, err := f.sync(f.stored(kvs))
