@@ -85,7 +85,10 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		p.Status == metav1.ConditionFalse && p.Reason == ReasonRolloutComplete {
 		readyGeneration = p.ObservedGeneration
 	}
-	pausedMessage := fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; "))
+	var pausedMessage string
+	if len(held) > 0 {
+		pausedMessage = fmt.Sprintf("paused; changes to the spec wait until the store is unpaused (%s)", strings.Join(held, "; "))
+	}
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
