@@ -1809,3 +1809,23 @@ func TestAPausedStoreTellsALostProxyReplica(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PhaseDegraded, f.stored(kvs).Status.Phase)
 }
+
+// Degraded holds until what runs is all ready again: for a paused store
+// with a change waiting, that is Pending, not Ready.
+func TestAPausedStoreLeavesDegradedWhenItsReplicaIsBack(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused, s.Image = true, "redis:7.4" })
+	for _, step := range []struct {
+		ready int32
+		want  v1alpha1.KeyValueStorePhase
+	}{{2, v1alpha1.PhaseDegraded}, {2, v1alpha1.PhaseDegraded}, {3, v1alpha1.PhasePending}} {
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = step.ready })
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		st := f.stored(kvs).Status
+		assert.Equal(t, step.want, st.Phase)
+		assert.Equal(t, step.want == v1alpha1.PhaseDegraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
+	}
+}
