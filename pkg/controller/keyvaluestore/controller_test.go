@@ -1829,3 +1829,25 @@ func TestAPausedStoreLeavesDegradedWhenItsReplicaIsBack(t *testing.T) {
 		assert.Equal(t, step.want == v1alpha1.PhaseDegraded, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded))
 	}
 }
+
+// A replica taken down by a rollout the store did not ask for (kubectl
+// rollout restart) is Degraded also while the store is paused with a
+// change waiting, as when it is not paused: a Pending recorded while all
+// that ran was ready on one revision is a generation once ready (found by
+// review: the fix of TestAPausedStoreNotAllReadyStaysPending gave such a
+// store the allowance of a rollout for the whole pause).
+func TestAPausedStoreTellsAReplicaLostToAHandRollout(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	f.bringUp(kvs)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused, s.Image = true, "redis:7.4" })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhasePending, f.stored(kvs).Status.Phase)
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+		s.Status.CurrentRevision, s.Status.UpdateRevision, s.Status.ReadyReplicas, s.Status.UpdatedReplicas = "r1", "r2", 2, 1
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.PhaseDegraded, f.stored(kvs).Status.Phase)
+}

@@ -43,16 +43,17 @@ func podCannotStart(p *corev1.Pod) bool {
 // revision stays broken for ever. Such a Pod does not serve; deleting it
 // keeps its claim, and the StatefulSet recreates it on its update revision.
 // Only a Pod of the StatefulSet that runs neither its update revision nor
-// its current one (the revision the whole set last ran ready), cannot
-// start, and is the only data Pod not ready is deleted: one left by a
-// rollout since reverted or fixed, which alone holds it up. A Pod on the
-// current revision is left, whatever the rollout: the StatefulSet would
-// recreate it on the update revision (a bad image not reverted yet) or,
-// below a partition, as it was, again and again; so is any Pod while
-// another is not ready (a good one that crashes now and then would come
-// back on a bad update revision). Only if the Pod is still as the cache
-// has it (a Pod that has just become ready is left); one changed meanwhile
-// is tried again.
+// its current one (the revision the whole set last ran ready) and cannot
+// start is deleted, and only when every data Pod not ready is such a Pod:
+// Pods left behind by a rollout since reverted or fixed, which alone hold
+// it up. The highest goes first, one at a time; once one comes back on a
+// bad update revision and does not start, nothing more is deleted. A Pod
+// on the current revision is left, whatever the rollout: the StatefulSet
+// would recreate it on the update revision (a bad image not reverted yet)
+// or, below a partition, as it was, again and again; so is every Pod while
+// one not ready runs the update or current revision, or may still start.
+// Only if the Pod is still as the cache has it (a Pod that has just become
+// ready is left); one changed meanwhile is tried again.
 func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) error {
 	if sts == nil || sts.DeletionTimestamp != nil || sts.Status.ObservedGeneration < sts.Generation || sts.Status.UpdateRevision == "" {
 		return nil // the update revision may not be the spec's yet
@@ -70,13 +71,16 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 			continue
 		}
 		revision := p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if stuck != nil || !metav1.IsControlledBy(p, sts) || revision == sts.Status.UpdateRevision || revision == sts.Status.CurrentRevision ||
+		if !metav1.IsControlledBy(p, sts) || revision == sts.Status.UpdateRevision || revision == sts.Status.CurrentRevision ||
 			!podCannotStart(p) {
-			// Another Pod not ready: the rollout may wait on it, and one
-			// deleted now would come back on the update revision.
+			// A Pod not ready that was not left behind by the rollout: it
+			// may wait on it, and a Pod deleted now would come back on the
+			// update revision (maybe a bad one, its Pod not started yet).
 			return nil
 		}
-		stuck = p
+		if stuck == nil || ordinal(p) > ordinal(stuck) {
+			stuck = p
+		}
 	}
 	if stuck == nil {
 		return nil

@@ -118,6 +118,23 @@ func TestAStuckRolloutReplacesThePodThatCannotStart(t *testing.T) {
 	}
 }
 
+// Two Pods left on the same bad revision (an image ready for a while
+// before it crashes) are replaced one after the other, the highest first:
+// the first fix of review findings replaced none, and the store stayed
+// stuck (found by review).
+func TestAStuckRolloutReplacesEveryPodLeftOnTheBadRevision(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.setPod(kvs, 1, func(p *corev1.Pod) {
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] = "bad"
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+		p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+	})
+	f.kube.ClearActions()
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+}
+
 // Nothing else is deleted: a Pod that runs the update revision (the bad
 // image is not reverted yet), one still starting, one that is ready, one
 // of a paused store, while another Pod is already going, or before the
