@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -46,8 +47,10 @@ func podCannotStart(p *corev1.Pod) bool {
 // its current one (the revision the whole set last ran ready) and cannot
 // start is deleted, and only when every data Pod not ready is such a Pod:
 // Pods left behind by a rollout since reverted or fixed, which alone hold
-// it up. The highest goes first, one at a time; once one comes back on a
-// bad update revision and does not start, nothing more is deleted. A Pod
+// it up. The lowest goes first (an OrderedReady StatefulSet recreates a Pod
+// only once every lower one is ready, so it comes back at once), and the
+// next only once it is back and ready: one that comes back on a bad update
+// revision and does not start stops the deletions. A Pod
 // on the current revision is left, whatever the rollout: the StatefulSet
 // would recreate it on the update revision (a bad image not reverted yet)
 // or, below a partition, as it was, again and again; so is every Pod while
@@ -61,6 +64,17 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 	pods, err := c.componentPods(kvs, ComponentData)
 	if err != nil {
 		return err
+	}
+	// A Pod missing below the StatefulSet's replicas is one being
+	// recreated: wait for it.
+	present := make(map[int]bool, len(pods))
+	for _, p := range pods {
+		present[ordinal(p)] = true
+	}
+	for i := range int(ptr.Deref(sts.Spec.Replicas, 1)) {
+		if !present[i] {
+			return nil
+		}
 	}
 	var stuck *corev1.Pod
 	for _, p := range pods {
@@ -78,7 +92,7 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 			// update revision (maybe a bad one, its Pod not started yet).
 			return nil
 		}
-		if stuck == nil || ordinal(p) > ordinal(stuck) {
+		if stuck == nil || ordinal(p) < ordinal(stuck) {
 			stuck = p
 		}
 	}

@@ -119,9 +119,11 @@ func TestAStuckRolloutReplacesThePodThatCannotStart(t *testing.T) {
 }
 
 // Two Pods left on the same bad revision (an image ready for a while
-// before it crashes) are replaced one after the other, the highest first:
-// the first fix of review findings replaced none, and the store stayed
-// stuck (found by review).
+// before it crashes) are replaced one after the other, the lowest first:
+// an OrderedReady StatefulSet recreates a Pod only once every lower one is
+// ready, so the lowest comes back at once, and nothing more is deleted
+// until it is back and ready (found by review: the first fix replaced
+// none, the second deleted both before either came back).
 func TestAStuckRolloutReplacesEveryPodLeftOnTheBadRevision(t *testing.T) {
 	f, kvs := stuckRollout(t)
 	f.setPod(kvs, 1, func(p *corev1.Pod) {
@@ -132,7 +134,36 @@ func TestAStuckRolloutReplacesEveryPodLeftOnTheBadRevision(t *testing.T) {
 	f.kube.ClearActions()
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
+	assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods())
+
+	// Gone, not yet recreated: s-2 waits.
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(newDataPod(kvs, 1)))
+	f.kube.ClearActions()
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Empty(t, f.deletedPods())
+
+	// Back on the update revision, still starting: s-2 waits.
+	f.addPod(revisionPod(kvs, f.statefulSet(kvs), 1, "good", false))
+	f.kube.ClearActions()
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Empty(t, f.deletedPods())
+
+	// Ready: s-2 goes.
+	f.setPod(kvs, 1, func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue })
+	f.kube.ClearActions()
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
 	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+}
+
+// statefulSet is the store's StatefulSet on the fake server.
+func (f *fixture) statefulSet(kvs *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
+	f.t.Helper()
+	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(context.Background(), kvs.Name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return sts
 }
 
 // Nothing else is deleted: a Pod that runs the update revision (the bad

@@ -77,13 +77,13 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 		st.CurrentImage = dataContainer(sts).Image
 	}
 	wasReady := st.CurrentImage != ""
-	// The generation at which the store was last all ready: Ready, or,
-	// paused with changes waiting, a Pending recorded while all that ran was
-	// ready on one revision (else lostReplicas judges it, on the counts the
-	// controller applied).
+	// The generation at which the store was last Ready. A paused store
+	// with changes waiting has none: lostReplicas judges it on the counts
+	// the controller applied (what the workloads may still be rolling out
+	// cannot be told from a recorded Pending).
 	readyGeneration := int64(-1)
-	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Status == metav1.ConditionFalse &&
-		(p.Reason == ReasonRolloutComplete || paused && wasReady && p.Reason == ReasonPaused && recordedAllReady(&kvs.Status, desired, proxyWant)) {
+	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil &&
+		p.Status == metav1.ConditionFalse && p.Reason == ReasonRolloutComplete {
 		readyGeneration = p.ObservedGeneration
 	}
 	var pausedMessage string
@@ -172,13 +172,6 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	// Last: observedGeneration says the whole status reflects this generation.
 	st.ObservedGeneration = gen
 	return st
-}
-
-// recordedAllReady says the status last written had every replica that
-// was to run ready and on one revision (updated as many as there were).
-func recordedAllReady(was *v1alpha1.KeyValueStoreStatus, desired, proxyWant int32) bool {
-	return was.ReadyReplicas >= desired && was.ReadyReplicas == was.Replicas && was.UpdatedReplicas == was.Replicas &&
-		was.ProxyReadyReplicas >= proxyWant
 }
 
 // lostReplicas tells, for a store that was once fully Ready and is not now,
