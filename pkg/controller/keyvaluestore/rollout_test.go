@@ -29,12 +29,11 @@ func stuckRollout(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture
 	f := newFixture(t, kvs)
 	f.bringUp(kvs)
 	ctx := context.Background()
-	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(ctx, kvs.Name, metav1.GetOptions{})
-	require.NoError(t, err)
+	sts := f.statefulSet(kvs)
 	sts.UID = "sts-uid"
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 2, CurrentReplicas: 2, UpdatedReplicas: 2,
 		CurrentRevision: "good", UpdateRevision: "good"}
-	_, err = f.kube.AppsV1().StatefulSets("ns").UpdateStatus(ctx, sts, metav1.UpdateOptions{})
+	_, err := f.kube.AppsV1().StatefulSets("ns").UpdateStatus(ctx, sts, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	for i, revision := range []string{"good", "good", "bad"} {
 		f.addPod(revisionPod(kvs, sts, int32(i), revision, revision == "good"))
