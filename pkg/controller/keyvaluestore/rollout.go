@@ -65,16 +65,8 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 	if err != nil {
 		return err
 	}
-	// A Pod missing below the StatefulSet's replicas is one being
-	// recreated: wait for it.
-	present := make(map[int]bool, len(pods))
-	for _, p := range pods {
-		present[ordinal(p)] = true
-	}
-	for i := range int(ptr.Deref(sts.Spec.Replicas, 1)) {
-		if !present[i] {
-			return nil
-		}
+	if beingCreated(sts, pods) {
+		return nil
 	}
 	var stuck *corev1.Pod
 	for _, p := range pods {
@@ -117,4 +109,27 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 		"Deleted data Pod %s: it runs revision %s and cannot start, and the StatefulSet does not replace a Pod that is not ready; it is recreated on revision %s, its claim kept",
 		stuck.Name, stuck.Labels[appsv1.ControllerRevisionHashLabelKey], sts.Status.UpdateRevision)
 	return nil
+}
+
+// beingCreated says the StatefulSet is about to create one of its Pods (a
+// replaced one coming back): a Pod missing whose lower Pods are all ready.
+// An OrderedReady StatefulSet creates no Pod above one that is not ready,
+// so a Pod missing there is not waited for.
+func beingCreated(sts *appsv1.StatefulSet, pods []*corev1.Pod) bool {
+	byOrdinal := make(map[int]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		if metav1.IsControlledBy(p, sts) {
+			byOrdinal[ordinal(p)] = p
+		}
+	}
+	for i := range int(ptr.Deref(sts.Spec.Replicas, 1)) {
+		p, ok := byOrdinal[i]
+		if !ok {
+			return true
+		}
+		if !podReady(p) {
+			return false
+		}
+	}
+	return false
 }

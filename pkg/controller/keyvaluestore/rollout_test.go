@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -155,6 +156,46 @@ func TestAStuckRolloutReplacesEveryPodLeftOnTheBadRevision(t *testing.T) {
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+}
+
+// Only a Pod the StatefulSet would create now is waited for: not one above
+// a Pod that is not ready (an OrderedReady StatefulSet creates none there),
+// as after a scale-up made with the revert, or a higher stuck Pod deleted
+// by hand. Waiting for those wedged the store for ever (found by review).
+// A Pod of another owner with the store's labels does not stand in for a
+// missing one.
+func TestAStuckRolloutWaitsOnlyForAPodBeingRecreated(t *testing.T) {
+	t.Run("scaled up with the revert", func(t *testing.T) {
+		f, kvs := stuckRollout(t)
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](4) })
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+		f.kube.ClearActions()
+		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+		assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+	})
+	t.Run("a higher stuck Pod deleted by hand", func(t *testing.T) {
+		f, kvs := stuckRollout(t)
+		f.setPod(kvs, 1, func(p *corev1.Pod) {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "bad"
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+			p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+		})
+		require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(newDataPod(kvs, 2)))
+		f.kube.ClearActions()
+		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+		assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods())
+	})
+	t.Run("another owner's Pod with the store's labels", func(t *testing.T) {
+		f, kvs := stuckRollout(t)
+		// s-1 is being recreated; x-1 is no stand-in for it.
+		require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(newDataPod(kvs, 1)))
+		other := revisionPod(kvs, f.statefulSet(kvs), 1, "good", true)
+		other.Name, other.OwnerReferences = "x-1", nil
+		f.cache(other)
+		f.kube.ClearActions()
+		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+		assert.Empty(t, f.deletedPods())
+	})
 }
 
 // statefulSet is the store's StatefulSet on the fake server.
