@@ -1408,9 +1408,7 @@ func newDataPod(kvs *v1alpha1.KeyValueStore, i int32) *corev1.Pod {
 // server asks for.
 func (f *fixture) statefulSetReplicas(kvs *v1alpha1.KeyValueStore) int32 {
 	f.t.Helper()
-	sts, err := f.kube.AppsV1().StatefulSets(kvs.Namespace).Get(context.Background(), kvs.Name, metav1.GetOptions{})
-	require.NoError(f.t, err)
-	return ptr.Deref(sts.Spec.Replicas, 1)
+	return ptr.Deref(f.statefulSet(kvs).Spec.Replicas, 1)
 }
 
 // deleteStatefulSet deletes the store's StatefulSet from the fake server
@@ -1578,10 +1576,12 @@ func TestEventsNameTheStoreInThePreferredVersion(t *testing.T) {
 	}
 }
 
-// bringUp syncs the store, each time giving its workloads a rolled-out
-// status, until it is Ready.
-func (f *fixture) bringUp(kvs *v1alpha1.KeyValueStore) {
-	f.t.Helper()
+// readyStore is a fixture holding newStore(opts...), synced, each time
+// with its workloads given a rolled-out status, until it is Ready.
+func readyStore(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
+	t.Helper()
+	kvs := newStore(opts...)
+	f := newFixture(t, kvs)
 	for range 4 {
 		_, err := f.sync(f.stored(kvs))
 		require.NoError(f.t, err)
@@ -1592,6 +1592,7 @@ func (f *fixture) bringUp(kvs *v1alpha1.KeyValueStore) {
 	require.Equal(f.t, v1alpha1.PhaseReady, f.stored(kvs).Status.Phase)
 	f.writes()
 	f.events()
+	return f, kvs
 }
 
 // A paused store is judged on what runs, and says that changes wait for it
@@ -1600,9 +1601,7 @@ func (f *fixture) bringUp(kvs *v1alpha1.KeyValueStore) {
 // scaled while paused read Upgrading, Available=False, though nothing
 // rolled out or was lost.
 func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
-	kvs := newStore(withProxy(2))
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t, withProxy(2))
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
@@ -1689,9 +1688,7 @@ func TestAPausedStoreStillTellsLosses(t *testing.T) {
 		}, manager: "kubectl"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			kvs := newStore()
-			f := newFixture(t, kvs)
-			f.bringUp(kvs)
+			f, kvs := readyStore(t)
 			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
 			_, err := f.sync(f.stored(kvs))
 			require.NoError(t, err)
@@ -1745,9 +1742,7 @@ func TestAStorePausedBeforeItWasReady(t *testing.T) {
 // reference's version before an upgrade) does not make a paused store
 // Pending (found by review).
 func TestAPausedStoreIgnoresAppliedMetadata(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
 	applied, err := f.c.statefulSets.extract(f.statefulSet(kvs))
 	require.NoError(t, err)
@@ -1765,9 +1760,7 @@ func TestAPausedStoreIgnoresAppliedMetadata(t *testing.T) {
 // lost: the first version read Degraded from its second sync on, taking its
 // own Pending for a generation once all ready (found by review).
 func TestAPausedStoreNotAllReadyStaysPending(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) })
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
@@ -1789,9 +1782,7 @@ func TestAPausedStoreNotAllReadyStaysPending(t *testing.T) {
 // the store is judged on the proxy replicas the controller applied, not on
 // the spec's smaller count (found by review).
 func TestAPausedStoreTellsALostProxyReplica(t *testing.T) {
-	kvs := newStore(withProxy(2))
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t, withProxy(2))
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Proxy.Replicas = ptr.To[int32](1) })
 	_, err := f.sync(f.stored(kvs))
@@ -1811,9 +1802,7 @@ func TestAPausedStoreTellsALostProxyReplica(t *testing.T) {
 // Degraded holds until what runs is all ready again: for a paused store
 // with a change waiting, that is Pending, not Ready.
 func TestAPausedStoreLeavesDegradedWhenItsReplicaIsBack(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused, s.Image = true, "redis:7.4" })
 	for _, step := range []struct {
 		ready int32
@@ -1833,9 +1822,7 @@ func TestAPausedStoreLeavesDegradedWhenItsReplicaIsBack(t *testing.T) {
 // under way (found by review: a Pending recorded while the counts looked
 // complete was taken for a generation once ready).
 func TestAPausedStoreMidScaleDownStaysPending(t *testing.T) {
-	kvs := newStore(func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](5) })
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t, func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](5) })
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](3) })
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)

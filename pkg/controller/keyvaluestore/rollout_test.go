@@ -26,9 +26,7 @@ import (
 // OrderedReady StatefulSet never replaces a Pod that is not ready
 // (kubernetes#67250), so nothing else moves it.
 func stuckRollout(t *testing.T, opts ...func(*v1alpha1.KeyValueStore)) (*fixture, *v1alpha1.KeyValueStore) {
-	kvs := newStore(opts...)
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t, opts...)
 	ctx := context.Background()
 	sts := f.statefulSet(kvs)
 	sts.UID = "sts-uid"

@@ -474,9 +474,7 @@ func TestStatusConflictWithANewGenerationWritesNothing(t *testing.T) {
 // the Progressing message, which at the generation once Ready still reads
 // "all replicas run the current spec and are ready".
 func TestTheDegradedEventSaysWhatWasLost(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	f.bringUp(kvs)
+	f, kvs := readyStore(t)
 	sts, err := f.kube.AppsV1().StatefulSets("ns").Get(context.Background(), kvs.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	sts.Status.ReadyReplicas = 2

@@ -225,16 +225,15 @@ func (e *Env) leaderGauge(r Replica) (leading, read bool) {
 		return false, false
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK {
 		return false, false
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "kvstore_controller_leader "); ok {
-			return strings.TrimSpace(v) == "1", true
-		}
+	m, err := framework.ParseMetrics(resp.Body)
+	if err != nil {
+		return false, false
 	}
-	return false, false
+	v, err := m.Value("kvstore_controller_leader")
+	return v == 1, err == nil
 }
 
 // Leader returns the replica whose gauge says it leads, if exactly one does.
