@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -193,9 +194,11 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 				WithLabels(labels).
 				WithSpec(corev1ac.PodSpec().
 					WithAffinity(antiAffinity(kvs, ComponentData)).
+					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
 						WithName(dataContainerName).
 						WithImage(kvs.Spec.Image).
+						WithSecurityContext(containerSecurityContext(kvs)).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
 						WithReadinessProbe(corev1ac.Probe().
 							WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("kv"))).
@@ -230,9 +233,11 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 				WithLabels(labels).
 				WithSpec(corev1ac.PodSpec().
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
+					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
 						WithName(proxyContainerName).
 						WithImage(image).
+						WithSecurityContext(containerSecurityContext(kvs)).
 						WithEnv(corev1ac.EnvVar().WithName("KVSTORE_UPSTREAM").WithValue(fmt.Sprintf("%s.%s.svc:%d", headlessServiceName(kvs), kvs.Namespace, kvs.Spec.Port))).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
 						WithReadinessProbe(corev1ac.Probe().
@@ -253,8 +258,9 @@ func storeEnv(kvs *v1alpha1.KeyValueStore, n int32) []*corev1ac.EnvVarApplyConfi
 
 // jobSpec is a one-Pod Job that runs once: retries are the controller's,
 // so a failure is seen, reported and backed off rather than retried blindly.
-func jobSpec(podLabels map[string]string, image string, command []string, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
-	container := corev1ac.Container().WithName("main").WithImage(image).WithEnv(env...)
+func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, image string, command []string, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
+	container := corev1ac.Container().WithName("main").WithImage(image).WithEnv(env...).
+		WithSecurityContext(containerSecurityContext(kvs))
 	if len(command) > 0 {
 		container.WithCommand(command...)
 	}
@@ -265,6 +271,7 @@ func jobSpec(podLabels map[string]string, image string, command []string, deadli
 			WithLabels(podLabels).
 			WithSpec(corev1ac.PodSpec().
 				WithRestartPolicy(corev1.RestartPolicyNever).
+				WithSecurityContext(podSecurityContext(kvs)).
 				WithContainers(container)))
 }
 
@@ -287,7 +294,7 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 			WithUID(b.UID).
 			WithController(true).
 			WithBlockOwnerDeletion(true)).
-		WithSpec(jobSpec(labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
 }
 
 // bootstrapJob runs attempt n of the store's bootstrap; the store controls
@@ -307,7 +314,43 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 		WithLabels(labelsFor(kvs, ComponentBootstrap)).
 		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(jobSpec(labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
+}
+
+// podSecurityContext is the Pod half of spec.securityContext: the IDs, and
+// what the Pod Security Standard "restricted" asks of a Pod. Nil when the
+// store sets none, so the Pods of a store written before the field existed
+// do not change.
+func podSecurityContext(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSecurityContextApplyConfiguration {
+	sc := kvs.Spec.SecurityContext
+	if sc == nil {
+		return nil
+	}
+	group := sc.RunAsGroup
+	fsGroup := cmp.Or(sc.FSGroup, group, &sc.RunAsUser)
+	pod := corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(sc.RunAsUser).
+		WithFSGroup(*fsGroup).
+		// A data volume already owned by the group is not walked again at
+		// every start of its Pod.
+		WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+	if group != nil {
+		pod.WithRunAsGroup(*group)
+	}
+	return pod
+}
+
+// containerSecurityContext is the container half: "restricted" allows no
+// privilege escalation and no capability beyond NET_BIND_SERVICE.
+func containerSecurityContext(kvs *v1alpha1.KeyValueStore) *corev1ac.SecurityContextApplyConfiguration {
+	if kvs.Spec.SecurityContext == nil {
+		return nil
+	}
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
 // podDNSNames are the stable names of the first n data replicas.

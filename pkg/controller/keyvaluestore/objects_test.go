@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -140,6 +141,49 @@ func TestBootstrapJobContract(t *testing.T) {
 	assert.Equal(t, "uid-nightly", env["KVSTORE_BACKUP_UID"])
 	assert.Equal(t, "old", env["KVSTORE_BACKUP_STORE"])
 	assert.Equal(t, "s", env["KVSTORE_NAME"])
+}
+
+// Every Pod of a store with spec.securityContext runs as its user under
+// what the Pod Security Standard "restricted" asks; a store without one
+// keeps Pods with no security context, as before the field existed (the
+// e2e test checks the Pods against kube-apiserver's PodSecurity admission).
+func TestPodsRunUnderTheStoresSecurityContext(t *testing.T) {
+	templates := func(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodSpecApplyConfiguration {
+		return map[string]*corev1ac.PodSpecApplyConfiguration{
+			"data":      statefulSet(kvs, 3).Spec.Template.Spec,
+			"proxy":     proxyDeployment(kvs, 2).Spec.Template.Spec,
+			"backup":    backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Spec,
+			"bootstrap": bootstrapJob(kvs, nil, 1, false).Spec.Template.Spec,
+		}
+	}
+	kvs := newStore(withProxy(2), withBackup, func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "seed:1"}
+	})
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.SecurityContext, name)
+		assert.Nil(t, pod.Containers[0].SecurityContext, name)
+	}
+
+	kvs.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: 999}
+	for name, pod := range templates(kvs) {
+		require.NotNil(t, pod.SecurityContext, name)
+		assert.True(t, *pod.SecurityContext.RunAsNonRoot, name)
+		assert.Equal(t, int64(999), *pod.SecurityContext.RunAsUser, name)
+		assert.Nil(t, pod.SecurityContext.RunAsGroup, name+": the image's group")
+		assert.Equal(t, int64(999), *pod.SecurityContext.FSGroup, name+": the user's ID when no group is given")
+		assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, *pod.SecurityContext.SeccompProfile.Type, name)
+		c := pod.Containers[0].SecurityContext
+		require.NotNil(t, c, name)
+		assert.False(t, *c.AllowPrivilegeEscalation, name)
+		assert.Equal(t, []corev1.Capability{"ALL"}, c.Capabilities.Drop, name)
+	}
+
+	kvs.Spec.SecurityContext.RunAsGroup = ptr.To[int64](1000)
+	assert.Equal(t, int64(1000), *templates(kvs)["data"].SecurityContext.FSGroup, "the group when one is given")
+	kvs.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
+	data := templates(kvs)["data"].SecurityContext
+	assert.Equal(t, int64(1000), *data.RunAsGroup)
+	assert.Equal(t, int64(2000), *data.FSGroup)
 }
 
 func readySts(image string, replicas int32) *appsv1.StatefulSet {

@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KeyValueStoreStatus{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref),
 		v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(): schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1alpha1.ProxySpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref),
+		v1alpha1.SecurityContext{}.OpenAPIModelName():                      schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref),
 		v1alpha1.StorageSpec{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
 		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
@@ -60,6 +61,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.KeyValueStoreStatus{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref),
 		v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName():  schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1beta1.ProxySpec{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref),
+		v1beta1.SecurityContext{}.OpenAPIModelName():                       schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref),
 		v1beta1.StorageSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
@@ -654,12 +656,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.BootstrapSpec{}.OpenAPIModelName()),
 						},
 					},
+					"securityContext": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecurityContext runs every Pod of the store (data replicas, proxy, backup and bootstrap Jobs) as a non-root user under the Pod Security Standard \"restricted\": privilege escalation off, every capability dropped, the container runtime's default seccomp profile. Choose IDs the images run with. Unset: the Pods set no security context and meet \"baseline\" only. Changing it rolls the data replicas one Pod at a time, and the proxy.",
+							Ref:         ref(v1alpha1.SecurityContext{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -815,6 +823,42 @@ func schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref common.ReferenceCallback) co
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SecurityContext is the identity the store's Pods run as.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"runAsUser": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunAsUser is the user ID every container runs as, from 1 to 2147483647 (not root).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"runAsGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunAsGroup is the primary group ID of every container, from 0 to 2147483647. When unset, the image's.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"fsGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FSGroup is the group that owns the data volumes, from 0 to 2147483647: the kubelet makes a volume writable to it when the volume's root does not already belong to it. When unset, runAsGroup, or else runAsUser.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"runAsUser"},
 			},
 		},
 	}
@@ -1362,12 +1406,18 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							Ref:         ref(v1beta1.BootstrapSpec{}.OpenAPIModelName()),
 						},
 					},
+					"securityContext": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecurityContext runs every Pod of the store (data replicas, proxy, backup and bootstrap Jobs) as a non-root user under the Pod Security Standard \"restricted\": privilege escalation off, every capability dropped, the container runtime's default seccomp profile. Choose IDs the images run with. Unset: the Pods set no security context and meet \"baseline\" only. Changing it rolls the data replicas one Pod at a time, and the proxy.",
+							Ref:         ref(v1beta1.SecurityContext{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1516,6 +1566,42 @@ func schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref common.ReferenceCallback) com
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SecurityContext is the identity the store's Pods run as.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"runAsUser": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunAsUser is the user ID every container runs as, from 1 to 2147483647 (not root).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"runAsGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunAsGroup is the primary group ID of every container, from 0 to 2147483647. When unset, the image's.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"fsGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FSGroup is the group that owns the data volumes, from 0 to 2147483647: the kubelet makes a volume writable to it when the volume's root does not already belong to it. When unset, runAsGroup, or else runAsUser.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"runAsUser"},
 			},
 		},
 	}

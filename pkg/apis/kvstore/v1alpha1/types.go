@@ -82,6 +82,35 @@ type KeyValueStoreSpec struct {
 	// replication or restore a backup. Set at create only; immutable.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty" protobuf:"bytes,9,opt,name=bootstrap"`
+
+	// SecurityContext runs every Pod of the store (data replicas, proxy,
+	// backup and bootstrap Jobs) as a non-root user under the Pod Security
+	// Standard "restricted": privilege escalation off, every capability
+	// dropped, the container runtime's default seccomp profile. Choose IDs
+	// the images run with. Unset: the Pods set no security context and meet
+	// "baseline" only. Changing it rolls the data replicas one Pod at a time,
+	// and the proxy.
+	// +optional
+	SecurityContext *SecurityContext `json:"securityContext,omitempty" protobuf:"bytes,10,opt,name=securityContext"`
+}
+
+// SecurityContext is the identity the store's Pods run as.
+type SecurityContext struct {
+	// RunAsUser is the user ID every container runs as, from 1 to
+	// 2147483647 (not root).
+	RunAsUser int64 `json:"runAsUser" protobuf:"varint,1,opt,name=runAsUser"`
+
+	// RunAsGroup is the primary group ID of every container, from 0 to
+	// 2147483647. When unset, the image's.
+	// +optional
+	RunAsGroup *int64 `json:"runAsGroup,omitempty" protobuf:"varint,2,opt,name=runAsGroup"`
+
+	// FSGroup is the group that owns the data volumes, from 0 to
+	// 2147483647: the kubelet makes a volume writable to it when the
+	// volume's root does not already belong to it. When unset, runAsGroup,
+	// or else runAsUser.
+	// +optional
+	FSGroup *int64 `json:"fsGroup,omitempty" protobuf:"varint,3,opt,name=fsGroup"`
 }
 
 // StorageSpec describes the persistent volume of each data replica.

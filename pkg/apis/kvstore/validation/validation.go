@@ -271,6 +271,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		allErrs = append(allErrs, validateSchedule(b, oldBackup, backupPath)...)
 	}
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
+	allErrs = append(allErrs, validateSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,
@@ -330,6 +331,29 @@ func printable(s string) bool {
 		}
 		return unicode.IsControl(r)
 	})
+}
+
+// validateSecurityContext checks the IDs within a Pod's range (0 to
+// 2147483647) and the user not root: the Pods run with runAsNonRoot, so
+// the kubelet would refuse to start a container as root.
+func validateSecurityContext(sc *kvstore.SecurityContext, fldPath *field.Path) field.ErrorList {
+	if sc == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	if sc.RunAsUser < 1 || sc.RunAsUser > math.MaxInt32 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), sc.RunAsUser,
+			fmt.Sprintf("must be between 1 and %d, inclusive: the Pods run as a user other than root", math.MaxInt32)))
+	}
+	for _, id := range []struct {
+		name  string
+		value *int64
+	}{{"runAsGroup", sc.RunAsGroup}, {"fsGroup", sc.FSGroup}} {
+		if id.value != nil && (*id.value < 0 || *id.value > math.MaxInt32) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child(id.name), *id.value, fmt.Sprintf("must be between 0 and %d, inclusive", math.MaxInt32)))
+		}
+	}
+	return allErrs
 }
 
 func validateImage(image string, fldPath *field.Path) field.ErrorList {

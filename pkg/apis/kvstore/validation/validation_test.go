@@ -66,6 +66,11 @@ func validKVS() *kvstore.KeyValueStore {
 	}
 }
 
+// securityContext is a store's securityContext running as user.
+func securityContext(user int64) *kvstore.SecurityContext {
+	return &kvstore.SecurityContext{RunAsUser: user}
+}
+
 func TestValidateKeyValueStore(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -378,6 +383,29 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Finalizers = []string{"example.com/keep", metav1.FinalizerDeleteDependents}
 			},
 			want: expect(forbidden("metadata.finalizers")),
+		},
+
+		// spec.securityContext: IDs within a Pod's range, the user not root.
+		{name: "securityContext user only", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(999) }},
+		{
+			name: "securityContext at the limits",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.SecurityContext = securityContext(2147483647)
+				k.Spec.SecurityContext.RunAsGroup = ptr.To[int64](0)
+				k.Spec.SecurityContext.FSGroup = ptr.To[int64](2147483647)
+			},
+		},
+		{name: "securityContext root user", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(0) }, want: expect(invalid("spec.securityContext.runAsUser"))},
+		{name: "securityContext negative user", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(-1) }, want: expect(invalid("spec.securityContext.runAsUser"))},
+		{name: "securityContext user over 2^31-1", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(2147483648) }, want: expect(invalid("spec.securityContext.runAsUser"))},
+		{
+			name: "securityContext groups out of range",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.SecurityContext = securityContext(999)
+				k.Spec.SecurityContext.RunAsGroup = ptr.To[int64](-1)
+				k.Spec.SecurityContext.FSGroup = ptr.To[int64](2147483648)
+			},
+			want: expect(invalid("spec.securityContext.runAsGroup"), invalid("spec.securityContext.fsGroup")),
 		},
 
 		// spec.persistentVolumeClaimRetentionPolicy.whenDeleted.

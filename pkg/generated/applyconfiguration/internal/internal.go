@@ -397,6 +397,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 3
+    - name: securityContext
+      type:
+        namedType: io.kvstore.v1alpha1.SecurityContext
     - name: storage
       type:
         namedType: io.kvstore.v1alpha1.StorageSpec
@@ -456,6 +459,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kvstore.v1alpha1.SecurityContext
+  map:
+    fields:
+    - name: fsGroup
+      type:
+        scalar: numeric
+    - name: runAsGroup
+      type:
+        scalar: numeric
+    - name: runAsUser
       type:
         scalar: numeric
       default: 0
@@ -588,6 +604,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 3
+    - name: securityContext
+      type:
+        namedType: io.kvstore.v1beta1.SecurityContext
     - name: storage
       type:
         namedType: io.kvstore.v1beta1.StorageSpec
@@ -644,6 +663,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kvstore.v1beta1.SecurityContext
+  map:
+    fields:
+    - name: fsGroup
+      type:
+        scalar: numeric
+    - name: runAsGroup
+      type:
+        scalar: numeric
+    - name: runAsUser
       type:
         scalar: numeric
       default: 0

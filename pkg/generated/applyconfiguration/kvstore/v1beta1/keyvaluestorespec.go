@@ -55,6 +55,14 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// and before the proxy tier is created: to seed data, configure
 	// replication or restore a backup. Set at create only; immutable.
 	Bootstrap *BootstrapSpecApplyConfiguration `json:"bootstrap,omitempty"`
+	// SecurityContext runs every Pod of the store (data replicas, proxy,
+	// backup and bootstrap Jobs) as a non-root user under the Pod Security
+	// Standard "restricted": privilege escalation off, every capability
+	// dropped, the container runtime's default seccomp profile. Choose IDs
+	// the images run with. Unset: the Pods set no security context and meet
+	// "baseline" only. Changing it rolls the data replicas one Pod at a time,
+	// and the proxy.
+	SecurityContext *SecurityContextApplyConfiguration `json:"securityContext,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -132,5 +140,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithPaused(value bool) *KeyValueSt
 // If called multiple times, the Bootstrap field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithBootstrap(value *BootstrapSpecApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
 	b.Bootstrap = value
+	return b
+}
+
+// WithSecurityContext sets the SecurityContext field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecurityContext field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithSecurityContext(value *SecurityContextApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.SecurityContext = value
 	return b
 }
