@@ -57,7 +57,7 @@ func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "controllers", o.Enabled, "Run the KeyValueStore controller on this replica while it holds the leader Lease. false serves the API only.")
 	fs.IntVar(&o.Workers, "concurrent-keyvaluestore-syncs", o.Workers, "Number of KeyValueStores reconciled concurrently.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second of the controller's client of kube-apiserver. A negative value turns the client-side limit off: kube-apiserver's API priority and fairness alone then paces the controller (controller-runtime's default).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the controller's client of kube-apiserver (0: client-go's default).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of the controller's client of kube-apiserver (0: client-go's default, 10).")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 }
 
@@ -110,9 +110,7 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks s
 	if c.ClientConfig == nil {
 		return fmt.Errorf("the controller needs a kube-apiserver: give --kubeconfig, run in a cluster, or --controllers=false")
 	}
-	kube := rest.CopyConfig(c.ClientConfig)
-	kube.QPS, kube.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	cfg := kvscontroller.Config{Kube: kube, Workers: o.Workers, LeaderElection: o.LeaderElection}
+	cfg := kvscontroller.Config{Kube: o.kubeConfig(c.ClientConfig), Workers: o.Workers, LeaderElection: o.LeaderElection}
 	if o.LeaderElection.LeaderElect {
 		// Liveness, never readiness: a follower serves the API as well as a leader.
 		cfg.Watchdog = kvscontroller.NewWatchdog(o.LeaderElection)
@@ -137,6 +135,18 @@ func (o *ControllerOptions) apply(c *genericapiserver.RecommendedConfig, hooks s
 	return nil
 }
 
+// kubeConfig is base with the controller's client limits.
+func (o *ControllerOptions) kubeConfig(base *rest.Config) *rest.Config {
+	kube := rest.CopyConfig(base)
+	kube.QPS, kube.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	if kube.QPS > 0 && kube.Burst == 0 {
+		// client-go fills in its default burst only with its default QPS,
+		// and refuses a QPS without a burst.
+		kube.Burst = rest.DefaultBurst
+	}
+	return kube
+}
+
 // serverHooks are the hooks the options add to the server.
 type serverHooks struct {
 	postStart   map[string]genericapiserver.PostStartHookFunc
@@ -157,12 +167,19 @@ type controllerRun struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+	// stopped: shutdown began. A SIGTERM while the server starts may run
+	// the stop before the post-start hook starts the run.
+	stopped bool
 }
 
-// start runs run in the background with a context that stop cancels.
+// start runs run in the background with a context that stop cancels,
+// unless stop was called already.
 func (r *controllerRun) start(parent context.Context, run func(context.Context)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel, r.done = cancel, make(chan struct{})
 	go func(done chan struct{}) {
@@ -172,9 +189,10 @@ func (r *controllerRun) start(parent context.Context, run func(context.Context))
 }
 
 // stop cancels the run and waits up to timeout for it to return; it
-// returns at once if the run never started.
+// returns at once if the run never started, and keeps it from starting.
 func (r *controllerRun) stop(timeout time.Duration) {
 	r.mu.Lock()
+	r.stopped = true
 	cancel, done := r.cancel, r.done
 	r.mu.Unlock()
 	if cancel == nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Leader election times are checked for what the fence and client-go rely
@@ -49,12 +51,22 @@ func TestValidateKubeAPIBurst(t *testing.T) {
 	}{
 		{50, 100, false},
 		{50, 0, false}, // client-go's default burst
+		{0, 0, false},  // client-go's default QPS and burst
 		{50, -1, true},
 		{-1, -1, false},
 	} {
 		o := NewControllerOptions()
 		o.KubeAPIQPS, o.KubeAPIBurst = tc.qps, tc.burst
 		assert.Equal(t, tc.wantErr, len(o.Validate()) > 0, "qps %v burst %d: %v", tc.qps, tc.burst, o.Validate())
+		if tc.wantErr {
+			continue
+		}
+		// What Validate accepts, client-go accepts too. Before, a QPS with
+		// burst 0 (documented as client-go's default) passed here and
+		// client-go refused it when the controller started, after the
+		// server served: every replica exited (found by review).
+		_, err := kubernetes.NewForConfig(o.kubeConfig(&rest.Config{Host: "https://127.0.0.1:6443"}))
+		assert.NoError(t, err, "qps %v burst %d", tc.qps, tc.burst)
 	}
 }
 
@@ -64,8 +76,6 @@ func TestValidateKubeAPIBurst(t *testing.T) {
 // server stopped serving, and nothing waited for the release.
 func TestControllerStopsWhenShutdownBegins(t *testing.T) {
 	var run controllerRun
-	run.stop(time.Second) // never started: returns at once
-
 	var released atomic.Bool
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
@@ -77,4 +87,18 @@ func TestControllerStopsWhenShutdownBegins(t *testing.T) {
 	run.stop(5 * time.Second)
 	assert.True(t, released.Load(), "stop returns once the controller has stopped")
 	assert.NoError(t, parent.Err(), "the server's own context is not what stops it")
+}
+
+// A SIGTERM while the server starts runs the pre-shutdown hook before or
+// beside the post-start hook: a stop that comes first keeps the controller
+// from starting at all. Before, it returned at once and the controller
+// started afterwards, stood for election while terminating, and nothing
+// waited for its Lease's release (found by review).
+func TestControllerDoesNotStartAfterShutdownBegan(t *testing.T) {
+	var run controllerRun
+	run.stop(time.Second) // never started: returns at once
+	var started atomic.Bool
+	run.start(context.Background(), func(context.Context) { started.Store(true) })
+	run.stop(time.Second)
+	assert.False(t, started.Load())
 }
