@@ -87,6 +87,13 @@ type KeyValueStoreSpec struct {
 	// and the proxy.
 	// +optional
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+
+	// Resources are the compute resources of each data replica's container.
+	// Unset: none, and the replicas are in the BestEffort QoS class, the
+	// first evicted when a Node runs short. Changing them rolls the data
+	// replicas one Pod at a time.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -106,6 +113,22 @@ type SecurityContext struct {
 	// or else runAsUser.
 	// +optional
 	FSGroup *int64 `json:"fsGroup,omitempty"`
+}
+
+// Resources are the compute resources of a container: "cpu", "memory" and
+// "ephemeral-storage". In a namespace whose ResourceQuota limits one of
+// them, every Pod must give it, and the Pods of a store are refused
+// without.
+type Resources struct {
+	// Requests is what the scheduler sets aside for the container, per
+	// resource; each at most its limit. Requests equal to the limits for
+	// both cpu and memory put the Pod in the Guaranteed QoS class.
+	// +optional
+	Requests map[string]resource.Quantity `json:"requests,omitempty"`
+
+	// Limits is the most the container may use, per resource.
+	// +optional
+	Limits map[string]resource.Quantity `json:"limits,omitempty"`
 }
 
 // StorageSpec describes the persistent volume of each data replica.
@@ -133,6 +156,10 @@ type ProxySpec struct {
 	// replicas > 0.
 	// +optional
 	Image string `json:"image,omitempty"`
+
+	// Resources are the compute resources of each proxy container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // BackupSpec describes the store's backup Jobs and their schedule.
@@ -178,6 +205,10 @@ type BackupSpec struct {
 	// never deleted by the controller.
 	// +optional
 	Keep *int32 `json:"keep,omitempty"`
+
+	// Resources are the compute resources of the backup Job's container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // BootstrapSpec is the Job that prepares a new store's data.
@@ -207,6 +238,10 @@ type BootstrapSpec struct {
 	// seconds.
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// Resources are the compute resources of the bootstrap Job's container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType is what happens to the data

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -198,6 +199,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 					WithContainers(corev1ac.Container().
 						WithName(dataContainerName).
 						WithImage(kvs.Spec.Image).
+						WithResources(containerResources(kvs.Spec.Resources)).
 						WithSecurityContext(containerSecurityContext(kvs)).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
 						WithReadinessProbe(corev1ac.Probe().
@@ -219,9 +221,9 @@ func podDisruptionBudget(kvs *v1alpha1.KeyValueStore) *policyv1ac.PodDisruptionB
 // proxyDeployment runs the stateless proxy tier.
 func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
 	labels := labelsFor(kvs, ComponentProxy)
-	image := ""
-	if kvs.Spec.Proxy != nil {
-		image = kvs.Spec.Proxy.Image
+	image, resources := "", (*v1alpha1.Resources)(nil)
+	if p := kvs.Spec.Proxy; p != nil {
+		image, resources = p.Image, p.Resources
 	}
 	return appsv1ac.Deployment(proxyName(kvs), kvs.Namespace).
 		WithLabels(labels).
@@ -237,6 +239,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 					WithContainers(corev1ac.Container().
 						WithName(proxyContainerName).
 						WithImage(image).
+						WithResources(containerResources(resources)).
 						WithSecurityContext(containerSecurityContext(kvs)).
 						WithEnv(corev1ac.EnvVar().WithName("KVSTORE_UPSTREAM").WithValue(fmt.Sprintf("%s.%s.svc:%d", headlessServiceName(kvs), kvs.Namespace, kvs.Spec.Port))).
 						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
@@ -258,8 +261,9 @@ func storeEnv(kvs *v1alpha1.KeyValueStore, n int32) []*corev1ac.EnvVarApplyConfi
 
 // jobSpec is a one-Pod Job that runs once: retries are the controller's,
 // so a failure is seen, reported and backed off rather than retried blindly.
-func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, image string, command []string, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
+func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, image string, command []string, resources *v1alpha1.Resources, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
 	container := corev1ac.Container().WithName("main").WithImage(image).WithEnv(env...).
+		WithResources(containerResources(resources)).
 		WithSecurityContext(containerSecurityContext(kvs))
 	if len(command) > 0 {
 		container.WithCommand(command...)
@@ -294,7 +298,7 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 			WithUID(b.UID).
 			WithController(true).
 			WithBlockOwnerDeletion(true)).
-		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
 }
 
 // bootstrapJob runs attempt n of the store's bootstrap; the store controls
@@ -314,7 +318,7 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 		WithLabels(labelsFor(kvs, ComponentBootstrap)).
 		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
 }
 
 // podSecurityContext is the Pod half of spec.securityContext: the IDs, and
@@ -351,6 +355,31 @@ func containerSecurityContext(kvs *v1alpha1.KeyValueStore) *corev1ac.SecurityCon
 	return corev1ac.SecurityContext().
 		WithAllowPrivilegeEscalation(false).
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+// containerResources are a container's requests and limits; nil when the
+// store sets none, so the Pods of a store written before the field existed
+// do not change.
+func containerResources(r *v1alpha1.Resources) *corev1ac.ResourceRequirementsApplyConfiguration {
+	if r == nil || len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return nil
+	}
+	list := func(in map[string]resource.Quantity) corev1.ResourceList {
+		out := make(corev1.ResourceList, len(in))
+		for name, q := range in {
+			out[corev1.ResourceName(name)] = q.DeepCopy()
+		}
+		return out
+	}
+	// Only what is given: the builders would send an empty list as null.
+	res := corev1ac.ResourceRequirements()
+	if len(r.Requests) > 0 {
+		res.WithRequests(list(r.Requests))
+	}
+	if len(r.Limits) > 0 {
+		res.WithLimits(list(r.Limits))
+	}
+	return res
 }
 
 // podDNSNames are the stable names of the first n data replicas.

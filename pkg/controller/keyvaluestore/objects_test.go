@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -184,6 +185,41 @@ func TestPodsRunUnderTheStoresSecurityContext(t *testing.T) {
 	data := templates(kvs)["data"].SecurityContext
 	assert.Equal(t, int64(1000), *data.RunAsGroup)
 	assert.Equal(t, int64(2000), *data.FSGroup)
+}
+
+// Each container gets the resources its part of the spec gives, and a
+// store without any keeps containers without, as before the field existed.
+func TestContainersGetTheirResources(t *testing.T) {
+	kvs := newStore(withProxy(2), withBackup, func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "seed:1"}
+	})
+	containers := func() map[string]*corev1ac.ContainerApplyConfiguration {
+		return map[string]*corev1ac.ContainerApplyConfiguration{
+			"data":      &statefulSet(kvs, 3).Spec.Template.Spec.Containers[0],
+			"proxy":     &proxyDeployment(kvs, 2).Spec.Template.Spec.Containers[0],
+			"backup":    &backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Spec.Containers[0],
+			"bootstrap": &bootstrapJob(kvs, nil, 1, false).Spec.Template.Spec.Containers[0],
+		}
+	}
+	for name, c := range containers() {
+		assert.Nil(t, c.Resources, name)
+	}
+
+	quantities := func(cpu string) map[string]resource.Quantity {
+		return map[string]resource.Quantity{"cpu": resource.MustParse(cpu)}
+	}
+	kvs.Spec.Resources = &v1alpha1.Resources{Requests: quantities("1"), Limits: quantities("2")}
+	kvs.Spec.Proxy.Resources = &v1alpha1.Resources{Requests: quantities("100m")}
+	kvs.Spec.Backup.Resources = &v1alpha1.Resources{Limits: quantities("200m")}
+	kvs.Spec.Bootstrap.Resources = &v1alpha1.Resources{Requests: quantities("300m")}
+	got := containers()
+	assert.Equal(t, "1", ptr.To((*got["data"].Resources.Requests)["cpu"]).String())
+	assert.Equal(t, "2", ptr.To((*got["data"].Resources.Limits)["cpu"]).String())
+	assert.Equal(t, "100m", ptr.To((*got["proxy"].Resources.Requests)["cpu"]).String())
+	assert.Nil(t, got["proxy"].Resources.Limits, "a list not given is not sent (the builder would send null)")
+	assert.Equal(t, "200m", ptr.To((*got["backup"].Resources.Limits)["cpu"]).String())
+	assert.Nil(t, got["backup"].Resources.Requests)
+	assert.Equal(t, "300m", ptr.To((*got["bootstrap"].Resources.Requests)["cpu"]).String())
 }
 
 func readySts(image string, replicas int32) *appsv1.StatefulSet {

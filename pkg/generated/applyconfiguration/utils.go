@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProxySpec"):
 		return &kvstorev1alpha1.ProxySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Resources"):
+		return &kvstorev1alpha1.ResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecurityContext"):
 		return &kvstorev1alpha1.SecurityContextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
@@ -80,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProxySpec"):
 		return &kvstorev1beta1.ProxySpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Resources"):
+		return &kvstorev1beta1.ResourcesApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SecurityContext"):
 		return &kvstorev1beta1.SecurityContextApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StorageSpec"):

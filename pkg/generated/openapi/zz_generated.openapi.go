@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KeyValueStoreStatus{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref),
 		v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(): schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1alpha1.ProxySpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref),
+		v1alpha1.Resources{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_Resources(ref),
 		v1alpha1.SecurityContext{}.OpenAPIModelName():                      schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref),
 		v1alpha1.StorageSpec{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
@@ -61,6 +62,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.KeyValueStoreStatus{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref),
 		v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName():  schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1beta1.ProxySpec{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref),
+		v1beta1.Resources{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_Resources(ref),
 		v1beta1.SecurityContext{}.OpenAPIModelName():                       schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref),
 		v1beta1.StorageSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
@@ -206,10 +208,18 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 							Format:      "int32",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of the backup Job's container.",
+							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -262,10 +272,18 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 							Format:      "int64",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of the bootstrap Job's container.",
+							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -662,12 +680,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.SecurityContext{}.OpenAPIModelName()),
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of each data replica's container. Unset: none, and the replicas are in the BestEffort QoS class, the first evicted when a Node runs short. Changing them rolls the data replicas one Pod at a time.",
+							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -822,9 +846,60 @@ func schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref common.ReferenceCallback) co
 							Format:      "",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of each proxy container.",
+							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.Resources{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_Resources(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Resources are the compute resources of a container: \"cpu\", \"memory\" and \"ephemeral-storage\". In a namespace whose ResourceQuota limits one of them, every Pod must give it, and the Pods of a store are refused without.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requests is what the scheduler sets aside for the container, per resource; each at most its limit. Requests equal to the limits for both cpu and memory put the Pod in the Guaranteed QoS class.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"limits": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Limits is the most the container may use, per resource.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
 	}
 }
 
@@ -956,10 +1031,18 @@ func schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref common.ReferenceCallback) co
 							Format:      "int32",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of the backup Job's container.",
+							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -1012,10 +1095,18 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 							Format:      "int64",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of the bootstrap Job's container.",
+							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -1412,12 +1503,18 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							Ref:         ref(v1beta1.SecurityContext{}.OpenAPIModelName()),
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of each data replica's container. Unset: none, and the replicas are in the BestEffort QoS class, the first evicted when a Node runs short. Changing them rolls the data replicas one Pod at a time.",
+							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1565,9 +1662,60 @@ func schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref common.ReferenceCallback) com
 							Format:      "",
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of each proxy container.",
+							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.Resources{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_Resources(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Resources are the compute resources of a container: \"cpu\", \"memory\" and \"ephemeral-storage\". In a namespace whose ResourceQuota limits one of them, every Pod must give it, and the Pods of a store are refused without.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requests is what the scheduler sets aside for the container, per resource; each at most its limit. Requests equal to the limits for both cpu and memory put the Pod in the Guaranteed QoS class.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"limits": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Limits is the most the container may use, per resource.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
 	}
 }
 

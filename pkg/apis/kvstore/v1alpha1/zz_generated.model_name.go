@@ -82,6 +82,11 @@ func (in ProxySpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Resources) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.Resources"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecurityContext) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.SecurityContext"
 }

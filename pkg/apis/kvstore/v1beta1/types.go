@@ -92,6 +92,13 @@ type KeyValueStoreSpec struct {
 	// and the proxy.
 	// +optional
 	SecurityContext *SecurityContext `json:"securityContext,omitempty" protobuf:"bytes,10,opt,name=securityContext"`
+
+	// Resources are the compute resources of each data replica's container.
+	// Unset: none, and the replicas are in the BestEffort QoS class, the
+	// first evicted when a Node runs short. Changing them rolls the data
+	// replicas one Pod at a time.
+	// +optional
+	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,11,opt,name=resources"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -111,6 +118,22 @@ type SecurityContext struct {
 	// or else runAsUser.
 	// +optional
 	FSGroup *int64 `json:"fsGroup,omitempty" protobuf:"varint,3,opt,name=fsGroup"`
+}
+
+// Resources are the compute resources of a container: "cpu", "memory" and
+// "ephemeral-storage". In a namespace whose ResourceQuota limits one of
+// them, every Pod must give it, and the Pods of a store are refused
+// without.
+type Resources struct {
+	// Requests is what the scheduler sets aside for the container, per
+	// resource; each at most its limit. Requests equal to the limits for
+	// both cpu and memory put the Pod in the Guaranteed QoS class.
+	// +optional
+	Requests map[string]resource.Quantity `json:"requests,omitempty" protobuf:"bytes,1,rep,name=requests"`
+
+	// Limits is the most the container may use, per resource.
+	// +optional
+	Limits map[string]resource.Quantity `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits"`
 }
 
 // StorageSpec describes the persistent volume of each data replica.
@@ -140,6 +163,10 @@ type ProxySpec struct {
 	// replicas > 0.
 	// +optional
 	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
+
+	// Resources are the compute resources of each proxy container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,3,opt,name=resources"`
 }
 
 // BackupSpec describes the store's backup Jobs and their schedule.
@@ -187,6 +214,10 @@ type BackupSpec struct {
 	// +optional
 	// +default=7
 	Keep *int32 `json:"keep,omitempty" protobuf:"varint,6,opt,name=keep"`
+
+	// Resources are the compute resources of the backup Job's container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,7,opt,name=resources"`
 }
 
 // BootstrapSpec is the Job that prepares a new store's data.
@@ -217,6 +248,10 @@ type BootstrapSpec struct {
 	// +optional
 	// +default=600
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,4,opt,name=activeDeadlineSeconds"`
+
+	// Resources are the compute resources of the bootstrap Job's container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,5,opt,name=resources"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType is what happens to the data

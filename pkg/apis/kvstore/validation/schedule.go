@@ -168,7 +168,7 @@ func validateBootstrap(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.
 	if b.ActiveDeadlineSeconds != nil && *b.ActiveDeadlineSeconds <= 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *b.ActiveDeadlineSeconds, "must be greater than zero"))
 	}
-	return allErrs
+	return append(allErrs, validateResources(b.Resources, fldPath.Child("resources"))...)
 }
 
 func bootstrapEqual(a, b *kvstore.BootstrapSpec) bool {

@@ -5,6 +5,7 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -254,6 +255,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		if replicas > 0 || p.Image != "" {
 			allErrs = append(allErrs, validateImage(p.Image, proxyPath.Child("image"))...)
 		}
+		allErrs = append(allErrs, validateResources(p.Resources, proxyPath.Child("resources"))...)
 	}
 
 	if b := spec.Backup; b != nil {
@@ -269,9 +271,11 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 			oldBackup = oldSpec.Backup
 		}
 		allErrs = append(allErrs, validateSchedule(b, oldBackup, backupPath)...)
+		allErrs = append(allErrs, validateResources(b.Resources, backupPath.Child("resources"))...)
 	}
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 	allErrs = append(allErrs, validateSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
+	allErrs = append(allErrs, validateResources(spec.Resources, fldPath.Child("resources"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,
@@ -351,6 +355,47 @@ func validateSecurityContext(sc *kvstore.SecurityContext, fldPath *field.Path) f
 	}{{"runAsGroup", sc.RunAsGroup}, {"fsGroup", sc.FSGroup}} {
 		if id.value != nil && (*id.value < 0 || *id.value > math.MaxInt32) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child(id.name), *id.value, fmt.Sprintf("must be between 0 and %d, inclusive", math.MaxInt32)))
+		}
+	}
+	return allErrs
+}
+
+// resourceNames are the compute resources a store's containers may ask for.
+var resourceNames = sets.New("cpu", "memory", "ephemeral-storage")
+
+// validateResources checks what a Pod's container would be checked for
+// (known names, no negative quantity, each request at most its limit), so
+// that a workload the controller applies is not refused.
+func validateResources(r *kvstore.Resources, fldPath *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	allErrs := validateResourceList(r.Limits, fldPath.Child("limits"))
+	allErrs = append(allErrs, validateResourceList(r.Requests, fldPath.Child("requests"))...)
+	if len(allErrs) > 0 {
+		return allErrs // only valid quantities are compared
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		request := r.Requests[name]
+		if limit, ok := r.Limits[name]; ok && request.Cmp(limit) > 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("requests").Key(name), request.String(),
+				fmt.Sprintf("must be less than or equal to the %s limit of %s", name, limit.String())))
+		}
+	}
+	return allErrs
+}
+
+func validateResourceList(list map[string]resource.Quantity, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(list)) {
+		q, path := list[name], fldPath.Key(name)
+		switch {
+		case !resourceNames.Has(name):
+			allErrs = append(allErrs, field.NotSupported(path, name, sets.List(resourceNames)))
+		case q.Sign() < 0:
+			allErrs = append(allErrs, field.Invalid(path, q.String(), "must be greater than or equal to 0"))
+		case !cheapToCompare(q) || q.Cmp(MaxStorageSize) > 0:
+			allErrs = append(allErrs, field.Invalid(path, q.String(), fmt.Sprintf("must be at most %d", int64(math.MaxInt64))))
 		}
 	}
 	return allErrs

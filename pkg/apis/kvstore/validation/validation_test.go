@@ -71,6 +71,22 @@ func securityContext(user int64) *kvstore.SecurityContext {
 	return &kvstore.SecurityContext{RunAsUser: user}
 }
 
+// resources parses "name=quantity,..." requests and limits.
+func resources(requests, limits string) *kvstore.Resources {
+	parse := func(list string) map[string]resource.Quantity {
+		if list == "" {
+			return nil
+		}
+		out := map[string]resource.Quantity{}
+		for _, kv := range strings.Split(list, ",") {
+			name, q, _ := strings.Cut(kv, "=")
+			out[name] = resource.MustParse(q)
+		}
+		return out
+	}
+	return &kvstore.Resources{Requests: parse(requests), Limits: parse(limits)}
+}
+
 func TestValidateKeyValueStore(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -406,6 +422,47 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Spec.SecurityContext.FSGroup = ptr.To[int64](2147483648)
 			},
 			want: expect(invalid("spec.securityContext.runAsGroup"), invalid("spec.securityContext.fsGroup")),
+		},
+
+		// resources of every container: known names, not negative, request at most limit.
+		{
+			name: "resources of every container",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Resources = resources("cpu=500m,memory=1Gi,ephemeral-storage=2Gi", "cpu=1,memory=1Gi")
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoy:1", Resources: resources("cpu=100m", "")}
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Resources: resources("", "memory=256Mi")}
+				k.Spec.Bootstrap = &kvstore.BootstrapSpec{Image: "seed:1", Resources: resources("cpu=0", "cpu=0")}
+			},
+		},
+		{
+			name:   "resources of an unknown name",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Resources = resources("", "nvidia.com/gpu=1") },
+			want:   expect(notSupported("spec.resources.limits[nvidia.com/gpu]")),
+		},
+		{
+			name:   "resources negative",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Resources = resources("memory=-1", "") },
+			want:   expect(invalid("spec.resources.requests[memory]")),
+		},
+		{
+			name:   "resources beyond int64",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Resources = resources("", "memory=1e100") },
+			want:   expect(invalid("spec.resources.limits[memory]")),
+		},
+		{
+			name:   "resources request above its limit",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Resources = resources("cpu=2,memory=1Gi", "cpu=1") },
+			want:   expect(invalid("spec.resources.requests[cpu]")),
+		},
+		{
+			name: "resources of proxy, backup and bootstrap name their field",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Proxy = &kvstore.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoy:1", Resources: resources("gpu=1", "")}
+				k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:1", Resources: resources("", "cpu=-1")}
+				k.Spec.Bootstrap = &kvstore.BootstrapSpec{Image: "seed:1", Resources: resources("memory=2Gi", "memory=1Gi")}
+			},
+			want: expect(notSupported("spec.proxy.resources.requests[gpu]"), invalid("spec.backup.resources.limits[cpu]"),
+				invalid("spec.bootstrap.resources.requests[memory]")),
 		},
 
 		// spec.persistentVolumeClaimRetentionPolicy.whenDeleted.

@@ -298,6 +298,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 7
+    - name: resources
+      type:
+        namedType: io.kvstore.v1alpha1.Resources
     - name: schedule
       type:
         scalar: string
@@ -324,6 +327,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: resources
+      type:
+        namedType: io.kvstore.v1alpha1.Resources
 - name: io.kvstore.v1alpha1.KeyValueStoreBackupSpec
   map:
     fields:
@@ -397,6 +403,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 3
+    - name: resources
+      type:
+        namedType: io.kvstore.v1alpha1.Resources
     - name: securityContext
       type:
         namedType: io.kvstore.v1alpha1.SecurityContext
@@ -462,6 +471,22 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+    - name: resources
+      type:
+        namedType: io.kvstore.v1alpha1.Resources
+- name: io.kvstore.v1alpha1.Resources
+  map:
+    fields:
+    - name: limits
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: requests
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
 - name: io.kvstore.v1alpha1.SecurityContext
   map:
     fields:
@@ -505,6 +530,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 7
+    - name: resources
+      type:
+        namedType: io.kvstore.v1beta1.Resources
     - name: schedule
       type:
         scalar: string
@@ -531,6 +559,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: resources
+      type:
+        namedType: io.kvstore.v1beta1.Resources
 - name: io.kvstore.v1beta1.KeyValueStoreBackupSpec
   map:
     fields:
@@ -604,6 +635,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 3
+    - name: resources
+      type:
+        namedType: io.kvstore.v1beta1.Resources
     - name: securityContext
       type:
         namedType: io.kvstore.v1beta1.SecurityContext
@@ -666,6 +700,22 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+    - name: resources
+      type:
+        namedType: io.kvstore.v1beta1.Resources
+- name: io.kvstore.v1beta1.Resources
+  map:
+    fields:
+    - name: limits
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: requests
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
 - name: io.kvstore.v1beta1.SecurityContext
   map:
     fields:

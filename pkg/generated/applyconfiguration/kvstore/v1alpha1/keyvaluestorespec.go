@@ -63,6 +63,11 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// "baseline" only. Changing it rolls the data replicas one Pod at a time,
 	// and the proxy.
 	SecurityContext *SecurityContextApplyConfiguration `json:"securityContext,omitempty"`
+	// Resources are the compute resources of each data replica's container.
+	// Unset: none, and the replicas are in the BestEffort QoS class, the
+	// first evicted when a Node runs short. Changing them rolls the data
+	// replicas one Pod at a time.
+	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -148,5 +153,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithBootstrap(value *BootstrapSpec
 // If called multiple times, the SecurityContext field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithSecurityContext(value *SecurityContextApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
 	b.SecurityContext = value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.Resources = value
 	return b
 }

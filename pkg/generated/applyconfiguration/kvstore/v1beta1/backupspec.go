@@ -53,6 +53,8 @@ type BackupSpecApplyConfiguration struct {
 	// (default 7); older ones are deleted. Manual and Final backups are
 	// never deleted by the controller.
 	Keep *int32 `json:"keep,omitempty"`
+	// Resources are the compute resources of the backup Job's container.
+	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
 }
 
 // BackupSpecApplyConfiguration constructs a declarative configuration of the BackupSpec type for use with
@@ -108,5 +110,13 @@ func (b *BackupSpecApplyConfiguration) WithTimeZone(value string) *BackupSpecApp
 // If called multiple times, the Keep field is set to the value of the last call.
 func (b *BackupSpecApplyConfiguration) WithKeep(value int32) *BackupSpecApplyConfiguration {
 	b.Keep = &value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *BackupSpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *BackupSpecApplyConfiguration {
+	b.Resources = value
 	return b
 }

@@ -41,6 +41,8 @@ type BootstrapSpecApplyConfiguration struct {
 	// ActiveDeadlineSeconds bounds how long the bootstrap Job may run, in
 	// seconds.
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	// Resources are the compute resources of the bootstrap Job's container.
+	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
 }
 
 // BootstrapSpecApplyConfiguration constructs a declarative configuration of the BootstrapSpec type for use with
@@ -80,5 +82,13 @@ func (b *BootstrapSpecApplyConfiguration) WithFromBackup(value string) *Bootstra
 // If called multiple times, the ActiveDeadlineSeconds field is set to the value of the last call.
 func (b *BootstrapSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64) *BootstrapSpecApplyConfiguration {
 	b.ActiveDeadlineSeconds = &value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *BootstrapSpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *BootstrapSpecApplyConfiguration {
+	b.Resources = value
 	return b
 }

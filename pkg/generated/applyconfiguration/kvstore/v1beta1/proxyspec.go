@@ -29,6 +29,8 @@ type ProxySpecApplyConfiguration struct {
 	// Image is the proxy's container image, at most 512 bytes. Required when
 	// replicas > 0.
 	Image *string `json:"image,omitempty"`
+	// Resources are the compute resources of each proxy container.
+	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
 }
 
 // ProxySpecApplyConfiguration constructs a declarative configuration of the ProxySpec type for use with
@@ -50,5 +52,13 @@ func (b *ProxySpecApplyConfiguration) WithReplicas(value int32) *ProxySpecApplyC
 // If called multiple times, the Image field is set to the value of the last call.
 func (b *ProxySpecApplyConfiguration) WithImage(value string) *ProxySpecApplyConfiguration {
 	b.Image = &value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *ProxySpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *ProxySpecApplyConfiguration {
+	b.Resources = value
 	return b
 }

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kvstore-io/kvstore-apiserver/test/framework"
+)
+
+// Namespaces whose policies every Pod must meet: a store whose spec meets
+// them runs every Pod it has (data replicas, proxy, the bootstrap Job, a
+// backup Job and the teardown's final backup); one that does not gets no
+// Pod, which shows the namespace does enforce.
+
+// In a namespace that enforces the Pod Security Standard "restricted"
+// (kube-apiserver's PodSecurity admission, on by default), with
+// spec.securityContext.
+func TestStoresRunInARestrictedNamespace(t *testing.T) {
+	ns := namespace(t)
+	mustKubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+	strict := storeOfEveryPod("strict")
+	strict.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: 999, RunAsGroup: ptr.To[int64](999)}
+	requireRefusedAndRun(t, ns, strict, "violates PodSecurity")
+}
+
+// In a namespace whose ResourceQuota limits cpu and memory (every Pod must
+// then give them), with resources for each container. Requests equal to
+// the limits put the data replicas in the Guaranteed QoS class.
+func TestStoresRunUnderAComputeQuota(t *testing.T) {
+	ctx := context.Background()
+	kube, _ := clients(t)
+	ns := namespace(t)
+	_, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourceRequestsCPU: resource.MustParse("10"), corev1.ResourceLimitsMemory: resource.MustParse("10Gi"),
+		}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// Quota admission refuses every Pod until kube-controller-manager has
+	// computed the quota's status.
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, "compute", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(q.Status.Hard) == 0 {
+			return fmt.Errorf("quota status not computed yet")
+		}
+		return nil
+	}))
+	guaranteed := &v1alpha1.Resources{
+		Requests: map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
+		Limits:   map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
+	}
+	small := &v1alpha1.Resources{
+		Requests: map[string]resource.Quantity{"cpu": resource.MustParse("100m")},
+		Limits:   map[string]resource.Quantity{"memory": resource.MustParse("128Mi")},
+	}
+	sized := storeOfEveryPod("sized")
+	sized.Spec.Resources = guaranteed
+	sized.Spec.Proxy.Resources, sized.Spec.Backup.Resources, sized.Spec.Bootstrap.Resources = small, small, small
+	requireRefusedAndRun(t, ns, sized, "must specify")
+
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, "sized-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
+}
+
+// storeOfEveryPod is a store with a proxy, a bootstrap and backups.
+func storeOfEveryPod(name string) *v1alpha1.KeyValueStore {
+	obj := store(name, 2)
+	obj.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoyproxy/envoy:v1.31.0"}
+	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK}
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK}
+	return obj
+}
+
+// requireRefusedAndRun creates a plain store, whose StatefulSet's Pods the
+// namespace refuses with refusal, and obj, whose Pods all run: it gets
+// Ready with its proxy, takes a backup, and is deleted with its final
+// backup Completed.
+func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, refusal string) {
+	t.Helper()
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	stores := kvs.KvstoreV1alpha1().KeyValueStores(ns)
+	_, err := stores.Create(ctx, store("plain", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = stores.Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	waitStore(t, kvs, ns, obj.Name, "Ready with its proxy", func(k *v1alpha1.KeyValueStore) bool {
+		return isReady(k) && k.Status.ProxyReadyReplicas == 1
+	})
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", obj.Name), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
+	requireFailedCreate(t, kube, ns, "plain", refusal)
+
+	require.NoError(t, stores.Delete(ctx, obj.Name, metav1.DeleteOptions{}))
+	waitGone(t, kvs, ns, obj.Name)
+	requireFinalBackupCompleted(t, kvs, ns)
+}
+
+// requireFailedCreate waits for the StatefulSet's FailedCreate event that
+// says why its Pod was refused.
+func requireFailedCreate(t *testing.T, kube kubernetes.Interface, ns, name, refusal string) {
+	t.Helper()
+	require.NoError(t, framework.WaitFor(context.Background(), readyTimeout, func(ctx context.Context) error {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=FailedCreate"})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if strings.Contains(e.Message, refusal) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no FailedCreate event %q on StatefulSet %s yet", refusal, name)
+	}))
+}
+
+func requireFinalBackupCompleted(t *testing.T, kvs versioned.Interface, ns string) {
+	t.Helper()
+	list, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	final := 0
+	for _, b := range list.Items {
+		if b.Spec.Reason == v1alpha1.BackupReasonFinal {
+			require.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase, b.Status.Message)
+			final++
+		}
+	}
+	require.Equal(t, 1, final, "one final backup")
+}
