@@ -174,7 +174,23 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 	if newKVS.Generation == oldKVS.Generation {
 		return nil
 	}
-	return specWarnings(&newKVS.Spec)
+	return append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+}
+
+// removalWarnings say what taking a store's Pod security context or its
+// data replicas' resources away risks: where a namespace's policy asks for
+// them, the rollout that follows stops with a replica down.
+func removalWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	var warnings []string
+	if old.SecurityContext != nil && spec.SecurityContext == nil {
+		warnings = append(warnings, "spec.securityContext: removed; in a namespace that enforces the Pod Security Standard \"restricted\" "+
+			"the store's new Pods are refused, and the data replicas' rollout stops with one replica down")
+	}
+	if old.Resources != nil && spec.Resources == nil {
+		warnings = append(warnings, "spec.resources: removed; in a namespace whose ResourceQuota limits cpu or memory "+
+			"the data replicas' new Pods are refused, and their rollout stops with one replica down")
+	}
+	return warnings
 }
 
 func specWarnings(spec *kvstore.KeyValueStoreSpec) []string {

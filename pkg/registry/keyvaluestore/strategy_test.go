@@ -485,6 +485,30 @@ func TestWarningsOnUpdate(t *testing.T) {
 	assert.True(t, strings.HasPrefix(warnings[1], "spec.replicas:"), warnings[1])
 }
 
+// Taking the security context or the data replicas' resources away warns:
+// a namespace that asks for them refuses the new Pods, and the rollout
+// stops with a replica down (found by review).
+func TestWarningsOnRemovingWhatANamespaceMayRequire(t *testing.T) {
+	s := testStrategy()
+	ctx := context.Background()
+	oldObj := storedKVS()
+	oldObj.Spec.SecurityContext = &kvstore.SecurityContext{RunAsUser: 999}
+	oldObj.Spec.Resources = &kvstore.Resources{Requests: map[string]resource.Quantity{"cpu": resource.MustParse("1")}}
+
+	newObj := oldObj.DeepCopy()
+	newObj.Spec.SecurityContext.RunAsUser = 1000
+	s.PrepareForUpdate(ctx, newObj, oldObj)
+	assert.Empty(t, s.WarningsOnUpdate(ctx, newObj, oldObj), "a change is no removal")
+
+	newObj = oldObj.DeepCopy()
+	newObj.Spec.SecurityContext, newObj.Spec.Resources = nil, nil
+	s.PrepareForUpdate(ctx, newObj, oldObj)
+	warnings := s.WarningsOnUpdate(ctx, newObj, oldObj)
+	require.Len(t, warnings, 2, "warnings: %q", warnings)
+	assert.True(t, strings.HasPrefix(warnings[0], "spec.securityContext: removed;"), warnings[0])
+	assert.True(t, strings.HasPrefix(warnings[1], "spec.resources: removed;"), warnings[1])
+}
+
 func TestFloatingTag(t *testing.T) {
 	for image, want := range map[string]bool{
 		"redis":                          true,
