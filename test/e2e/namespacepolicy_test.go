@@ -32,7 +32,7 @@ func TestStoresRunInARestrictedNamespace(t *testing.T) {
 	mustKubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
 	strict := storeOfEveryPod("strict")
 	strict.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: 999, RunAsGroup: ptr.To[int64](999)}
-	requireRefusedAndRun(t, ns, strict, "violates PodSecurity")
+	requireRefusedAndRun(t, ns, strict, "violates PodSecurity", func() {})
 }
 
 // In a namespace whose ResourceQuota limits cpu and memory (every Pod must
@@ -72,16 +72,16 @@ func TestStoresRunUnderAComputeQuota(t *testing.T) {
 	sized := storeOfEveryPod("sized")
 	sized.Spec.Resources = guaranteed
 	sized.Spec.Proxy.Resources, sized.Spec.Backup.Resources, sized.Spec.Bootstrap.Resources = small, small, small
-	requireRefusedAndRun(t, ns, sized, "must specify")
-
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, "sized-0", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
+	requireRefusedAndRun(t, ns, sized, "must specify", func() {
+		pod, err := kube.CoreV1().Pods(ns).Get(ctx, "sized-0", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
+	})
 }
 
 // storeOfEveryPod is a store with a proxy, a bootstrap and backups.
 func storeOfEveryPod(name string) *v1alpha1.KeyValueStore {
-	obj := store(name, 2)
+	obj := store(name, 3)
 	obj.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoyproxy/envoy:v1.31.0"}
 	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK}
 	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK}
@@ -90,9 +90,9 @@ func storeOfEveryPod(name string) *v1alpha1.KeyValueStore {
 
 // requireRefusedAndRun creates a plain store, whose StatefulSet's Pods the
 // namespace refuses with refusal, and obj, whose Pods all run: it gets
-// Ready with its proxy, takes a backup, and is deleted with its final
-// backup Completed.
-func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, refusal string) {
+// Ready with its proxy (whileReady then checks it), takes a backup, and
+// is deleted with its final backup Completed.
+func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, refusal string, whileReady func()) {
 	t.Helper()
 	ctx := context.Background()
 	kube, kvs := clients(t)
@@ -105,6 +105,7 @@ func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, 
 	waitStore(t, kvs, ns, obj.Name, "Ready with its proxy", func(k *v1alpha1.KeyValueStore) bool {
 		return isReady(k) && k.Status.ProxyReadyReplicas == 1
 	})
+	whileReady()
 	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", obj.Name), metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
