@@ -293,6 +293,10 @@ func TestHostileInput(t *testing.T) {
 		{"apply, size with a huge exponent", patch("", types.ApplyYAMLPatchType, storeWithSize(victim, `"1e-99999999"`)).withQuery("fieldManager=a"), unprocessable, "spec.storage.size: Invalid value"},
 		{"JSON patch, size with a huge exponent", patch("", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/storage/size","value":"1e-99999999"}]`)), unprocessable, "spec.storage.size: Invalid value"},
 		{"JSON patch, spec with a huge exponent", patch("", types.JSONPatchType, []byte(`[{"op":"add","path":"/spec","value":{"image":"redis:7.2","storage":{"size":"1e-99999999"}}}]`)), unprocessable, "spec.storage.size: Invalid value"},
+		// The requests and limits of every container are quantities too.
+		{"create, cpu request with a huge exponent", create(jsonType, []byte(`{"apiVersion":"kvstore.io/v1beta1","kind":"KeyValueStore","metadata":{"name":"cpu"},"spec":{"image":"redis:7.2","resources":{"requests":{"cpu":"1e-99999999"}}}}`)), unprocessable, "spec.resources.requests[cpu]: Invalid value"},
+		{"merge patch, proxy limit with a huge exponent", patch("", types.MergePatchType, []byte(`{"spec":{"proxy":{"resources":{"limits":{"memory":"1e2147483647"}}}}}`)), unprocessable, "spec.proxy.resources.limits[memory]: Invalid value"},
+		{"JSON patch, bootstrap request copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"copy","from":"/metadata/labels","path":"/spec/bootstrap/resources/requests"}]`)), unprocessable, "spec.bootstrap.resources.requests: Forbidden"},
 		{"JSON patch, size copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/labels","value":{"size":"1e-99999999"}},{"op":"copy","from":"/metadata/labels","path":"/spec/storage"}]`)), unprocessable, "spec.storage.size: Forbidden"},
 
 		// Protobuf that is not a KeyValueStore.

@@ -3,51 +3,103 @@ package quantityguard
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// protobufSizePath is sizePath in protobuf field numbers (generated.proto):
-// runtime.Unknown.raw, KeyValueStore.spec, KeyValueStoreSpec.storage,
-// StorageSpec.size, and resource.Quantity's one string field. v1beta1's
-// StorageSpec.capacity has the same number, so one path serves both versions.
-var protobufSizePath = []uint64{2, 2, 4, 1, 1}
+// protobufPath is a quantity's place in a protobuf KeyValueStore: the JSON
+// keys of quantityPaths and, for each, the field number (generated.proto;
+// v1alpha1 and v1beta1 number alike, v1beta1's spec.storage.capacity as
+// v1alpha1's size). At a map ("*") the current message is one of its
+// entries: the entry's key (field 1) names it, its value is field 2.
+type protobufPath struct {
+	names   []string
+	numbers []uint64
+}
+
+// protobufPaths are the quantity places, under KeyValueStore.spec (2),
+// with the size named as version spells it.
+func protobufPaths(version string) []protobufPath {
+	paths := []protobufPath{{sizePathIn(version), []uint64{2, 4, 1}}}
+	for _, container := range []struct {
+		names   []string
+		numbers []uint64 // down to the container's resources
+	}{
+		{[]string{"spec"}, []uint64{2, 11}},
+		{[]string{"spec", "proxy"}, []uint64{2, 5, 3}},
+		{[]string{"spec", "backup"}, []uint64{2, 6, 7}},
+		{[]string{"spec", "bootstrap"}, []uint64{2, 9, 5}},
+	} {
+		for i, list := range []string{"requests", "limits"} {
+			paths = append(paths, protobufPath{
+				names:   append(slices.Clone(container.names), "resources", list, "*"),
+				numbers: append(slices.Clone(container.numbers), uint64(i+1), 2),
+			})
+		}
+	}
+	return paths
+}
 
 // protobufMagic starts every Kubernetes protobuf body.
 var protobufMagic = []byte("k8s\x00")
 
-// checkProtobuf checks every spec.storage.size of a protobuf KeyValueStore,
-// also those a repeated field would merge, and names path in its refusal.
-func checkProtobuf(body []byte, path []string) *field.Error {
+// checkProtobuf checks every quantity of a protobuf KeyValueStore, also
+// those a repeated field would merge, naming them as version spells them.
+func checkProtobuf(body []byte, version string) *field.Error {
 	var err *field.Error
-	eachProtobufSize(body, func(size string) bool {
-		err = checkQuantity(size, path)
+	eachProtobufQuantity(body, version, func(q string, at *field.Path) bool {
+		err = checkQuantity(q, at)
 		return err == nil
 	})
 	return err
 }
 
-// eachProtobufSize calls f, in the order the decoder parses them, with
-// every spec.storage.size a protobuf KeyValueStore body holds, until f
-// returns false.
-func eachProtobufSize(body []byte, f func(string) bool) {
+// eachProtobufQuantity calls f with every quantity a protobuf KeyValueStore
+// body holds and its place, until f returns false.
+func eachProtobufQuantity(body []byte, version string, f func(string, *field.Path) bool) {
 	raw, ok := bytes.CutPrefix(body, protobufMagic)
 	if !ok {
 		return
 	}
-	var walk func(msg []byte, path []uint64) bool
-	walk = func(msg []byte, path []uint64) bool {
-		if len(path) == 0 {
-			return f(string(msg))
+	eachLengthDelimited(raw, 2, func(obj []byte) bool { // runtime.Unknown.raw
+		for _, p := range protobufPaths(version) {
+			if !walkProtobuf(obj, p, nil, f) {
+				return false
+			}
 		}
-		more := true
-		eachLengthDelimited(msg, path[0], func(value []byte) bool {
-			more = walk(value, path[1:])
+		return true
+	})
+}
+
+// walkProtobuf follows p from msg, which keys (matched along p) lead to,
+// and calls f with each quantity it reaches; false once f returned false.
+func walkProtobuf(msg []byte, p protobufPath, keys []string, f func(string, *field.Path) bool) bool {
+	more := true
+	i := len(keys)
+	switch {
+	case i == len(p.names):
+		// A resource.Quantity: its one field is the string parsed.
+		eachLengthDelimited(msg, 1, func(v []byte) bool {
+			more = f(string(v), fieldPathTo(p.names, keys))
 			return more
 		})
-		return more
+	case p.names[i] == "*":
+		var key []byte
+		eachLengthDelimited(msg, 1, func(v []byte) bool { key = v; return true }) // the last wins
+		next := append(slices.Clone(keys), string(key))
+		eachLengthDelimited(msg, 2, func(v []byte) bool {
+			more = walkProtobuf(v, p, next, f)
+			return more
+		})
+	default:
+		next := append(slices.Clone(keys), p.names[i])
+		eachLengthDelimited(msg, p.numbers[i], func(v []byte) bool {
+			more = walkProtobuf(v, p, next, f)
+			return more
+		})
 	}
-	walk(raw, protobufSizePath)
+	return more
 }
 
 // eachLengthDelimited calls f, in order, with the value of every

@@ -1,6 +1,8 @@
-// Package quantityguard refuses request bodies whose spec.storage.size
-// (v1alpha1) or spec.storage.capacity (v1beta1) the server cannot afford to
-// decode.
+// Package quantityguard refuses request bodies holding a quantity the
+// server cannot afford to decode: spec.storage.size (v1alpha1) or
+// spec.storage.capacity (v1beta1), and the requests and limits of each
+// container (spec.resources, spec.proxy.resources, spec.backup.resources,
+// spec.bootstrap.resources).
 //
 // k8s.io/apimachinery's resource.ParseQuantity, which every decoder of a
 // KeyValueStore calls on spec.storage.size (JSON, YAML, protobuf, CBOR, and
@@ -20,7 +22,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,26 +43,58 @@ const (
 	MaxQuantityExponent = 1000
 )
 
-// quantityPaths are where a KeyValueStore holds its only quantity: v1alpha1's
-// spec.storage.size and v1beta1's spec.storage.capacity. Both are checked
+// quantityPaths are every place a KeyValueStore holds a quantity, as keys
+// from the object's root; "*" stands for any key of a map. v1alpha1's
+// spec.storage.size and v1beta1's spec.storage.capacity are both checked
 // whatever version a request names: the version's decoder ignores the other
-// key, so checking it too refuses nothing a client needs.
-var quantityPaths = [][]string{
-	{"spec", "storage", "size"},
-	{"spec", "storage", "capacity"},
-}
+// key, so checking it too refuses nothing a client needs. Then the requests
+// and limits of each container.
+var quantityPaths = func() [][]string {
+	paths := [][]string{{"spec", "storage", "size"}, {"spec", "storage", "capacity"}}
+	for _, container := range [][]string{{"spec"}, {"spec", "proxy"}, {"spec", "backup"}, {"spec", "bootstrap"}} {
+		for _, list := range []string{"requests", "limits"} {
+			paths = append(paths, append(slices.Clone(container), "resources", list, "*"))
+		}
+	}
+	return paths
+}()
 
 // sizePath is the first of quantityPaths, named in errors about a body that
 // cannot be read at all.
 var sizePath = quantityPaths[0]
 
-// sizePathIn is where the quantity lives in an API version, named where the
+// sizePathIn is where the size lives in an API version, named where the
 // body does not say which key it used.
 func sizePathIn(version string) []string {
 	if version == "v1beta1" {
 		return quantityPaths[1]
 	}
 	return sizePath
+}
+
+// matches reports whether a key of a body is the pattern's.
+func matches(pattern, key string) bool {
+	return pattern == "*" || strings.EqualFold(key, pattern)
+}
+
+// fieldPathTo names the place keys (matched along pattern) reach, and
+// under them the rest of pattern up to its next map: a map's key as [key],
+// other keys as the pattern spells them.
+func fieldPathTo(pattern, keys []string) *field.Path {
+	var p *field.Path
+	for i, name := range pattern {
+		switch {
+		case name == "*" && i >= len(keys):
+			return p
+		case name == "*":
+			p = p.Key(keys[i])
+		case p == nil:
+			p = field.NewPath(name)
+		default:
+			p = p.Child(name)
+		}
+	}
+	return p
 }
 
 // Check refuses a KeyValueStore request body (an object, or a patch of one)
@@ -102,13 +138,13 @@ func CheckIn(contentType string, body []byte, version string) *field.Error {
 			return field.Invalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
 		}
 		for _, path := range quantityPaths {
-			if err := checkAt(doc, path, path); err != nil {
+			if err := checkAt(doc, path, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	case runtime.ContentTypeProtobuf:
-		return checkProtobuf(body, unnamed)
+		return checkProtobuf(body, version)
 	}
 	return nil
 }
@@ -129,44 +165,45 @@ func mediaTypeOf(contentType string) string {
 // checkJSONPaths checks every quantity path of a JSON document.
 func checkJSONPaths(data []byte) *field.Error {
 	for _, path := range quantityPaths {
-		if err := checkJSON(data, path, path); err != nil {
+		if err := checkJSON(data, path, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkJSON checks every value reached by the keys of path in a JSON
-// document, reporting errors at full (the path from the object's root). Keys
-// match case-insensitively, a superset of what any decoder matches; numbers
-// keep their text, which is what Quantity parses.
-func checkJSON(data []byte, path, full []string) *field.Error {
+// checkJSON checks every value of a JSON document that the rest of pattern
+// reaches, the document being what keys (matched along pattern) lead to.
+// Keys match case-insensitively, a superset of what any decoder matches;
+// numbers keep their text, which is what Quantity parses.
+func checkJSON(data []byte, pattern, keys []string) *field.Error {
 	if !json.Valid(data) {
 		return nil // refused by the decoder, which validates before it decodes anything
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
-	err, _ := walkJSON(d, path, full, true)
+	err, _ := walkJSON(d, pattern, keys, true)
 	return err
 }
 
 // walkJSON reads one value: one on the path (onPath) is followed by its
-// keys that match path, and checked where path ends; any other is skipped.
-// ok is false for broken JSON.
-func walkJSON(d *json.Decoder, path, full []string, onPath bool) (err *field.Error, ok bool) {
+// keys that match the rest of pattern, and checked where pattern ends; any
+// other is skipped. ok is false for broken JSON.
+func walkJSON(d *json.Decoder, pattern, keys []string, onPath bool) (err *field.Error, ok bool) {
 	if !onPath {
 		// Decoding skips a value faster than reading its tokens.
 		var skipped json.RawMessage
 		return nil, d.Decode(&skipped) == nil
 	}
+	rest := pattern[len(keys):]
 	tok, tokErr := d.Token()
 	if tokErr != nil {
 		return nil, false
 	}
 	delim, isDelim := tok.(json.Delim)
 	if !isDelim {
-		if len(path) == 0 {
-			return checkQuantity(tok, full), true
+		if len(rest) == 0 {
+			return checkQuantity(tok, fieldPathTo(pattern, keys)), true
 		}
 		return nil, true
 	}
@@ -178,18 +215,18 @@ func walkJSON(d *json.Decoder, path, full []string, onPath bool) (err *field.Err
 				return nil, false
 			}
 			key, _ := keyTok.(string)
-			follow := len(path) > 0 && strings.EqualFold(key, path[0])
-			rest := path
+			follow := len(rest) > 0 && matches(rest[0], key)
+			next := keys
 			if follow {
-				rest = path[1:]
+				next = append(slices.Clone(keys), key)
 			}
-			if err, ok = walkJSON(d, rest, full, follow); err != nil || !ok {
+			if err, ok = walkJSON(d, pattern, next, follow); err != nil || !ok {
 				return err, ok
 			}
 		}
 	case '[':
 		for d.More() {
-			if _, ok = walkJSON(d, nil, full, false); !ok {
+			if _, ok = walkJSON(d, nil, nil, false); !ok {
 				return nil, false
 			}
 		}
@@ -200,19 +237,19 @@ func walkJSON(d *json.Decoder, path, full []string, onPath bool) (err *field.Err
 	return nil, true
 }
 
-// checkAt checks every value reached from v by the keys of path (a decoded
-// CBOR document, whose decoder refuses repeated keys).
-func checkAt(v any, path, full []string) *field.Error {
-	if len(path) == 0 {
-		return checkQuantity(v, full)
+// checkAt checks every value reached from v by the rest of pattern (a
+// decoded CBOR document, whose decoder refuses repeated keys).
+func checkAt(v any, pattern, keys []string) *field.Error {
+	if len(keys) == len(pattern) {
+		return checkQuantity(v, fieldPathTo(pattern, keys))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil
 	}
-	for k, child := range m {
-		if strings.EqualFold(k, path[0]) {
-			if err := checkAt(child, path[1:], full); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if matches(pattern[len(keys)], k) {
+			if err := checkAt(m[k], pattern, append(slices.Clone(keys), k)); err != nil {
 				return err
 			}
 		}
@@ -221,9 +258,9 @@ func checkAt(v any, path, full []string) *field.Error {
 }
 
 // checkJSONPatch checks what add and replace operations write at or above
-// spec.storage.size, and refuses copy and move operations to there. Like
-// the JSON patch library, it reads each operation's members once (the last
-// of a repeated one); the values it writes are checked whole.
+// a quantity, and refuses copy and move operations to there. Like the JSON
+// patch library, it reads each operation's members once (the last of a
+// repeated one); the values it writes are checked whole.
 func checkJSONPatch(body []byte) *field.Error {
 	var ops []map[string]json.RawMessage
 	if err := json.Unmarshal(body, &ops); err != nil {
@@ -234,19 +271,19 @@ func checkJSONPatch(body []byte) *field.Error {
 		if json.Unmarshal(op["op"], &name) != nil || json.Unmarshal(op["path"], &path) != nil {
 			continue
 		}
-		for _, quantityPath := range quantityPaths {
-			rest, above := below(pointerTokens(path), quantityPath)
-			if !above {
+		tokens := pointerTokens(path)
+		for _, pattern := range quantityPaths {
+			if !above(tokens, pattern) {
 				continue
 			}
 			switch name {
 			case "add", "replace":
-				if err := checkJSON(op["value"], rest, quantityPath); err != nil {
+				if err := checkJSON(op["value"], pattern, tokens); err != nil {
 					return err
 				}
 			case "copy", "move":
-				return field.Forbidden(field.NewPath(quantityPath[0], quantityPath[1:]...),
-					fmt.Sprintf("a JSON patch may not %s a value to %q, which holds %s; set it with add or replace", name, path, strings.Join(quantityPath, ".")))
+				return field.Forbidden(fieldPathTo(pattern, tokens),
+					fmt.Sprintf("a JSON patch may not %s a value to %q, which holds quantities; set them with add or replace", name, path))
 			}
 		}
 	}
@@ -263,23 +300,23 @@ func pointerTokens(pointer string) []string {
 	return parts
 }
 
-// below reports whether tokens address path or one of its ancestors, and
-// what is left of path under them.
-func below(tokens, path []string) ([]string, bool) {
-	if len(tokens) > len(path) {
-		return nil, false
+// above reports whether tokens address a place pattern reaches or one of
+// its ancestors.
+func above(tokens, pattern []string) bool {
+	if len(tokens) > len(pattern) {
+		return false
 	}
 	for i, t := range tokens {
-		if !strings.EqualFold(t, path[i]) {
-			return nil, false
+		if !matches(pattern[i], t) {
+			return false
 		}
 	}
-	return path[len(tokens):], true
+	return true
 }
 
 // checkQuantity refuses a quantity, quoted or not, that is too long or has
 // too large an exponent. Values of other types are the decoder's to refuse.
-func checkQuantity(v any, path []string) *field.Error {
+func checkQuantity(v any, fldPath *field.Path) *field.Error {
 	var s string
 	switch q := v.(type) {
 	case string:
@@ -292,7 +329,6 @@ func checkQuantity(v any, path []string) *field.Error {
 		return nil
 	}
 	s = strings.TrimSpace(s)
-	fldPath := field.NewPath(path[0], path[1:]...)
 	if len(s) > MaxQuantityLength {
 		return field.TooLong(fldPath, s[:MaxQuantityLength]+"...", MaxQuantityLength)
 	}

@@ -167,7 +167,7 @@ func TestProtobufFieldNumbers(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, protobuf.NewSerializer(scheme, scheme).Encode(kvs, &buf))
 	var sizes []string
-	eachProtobufSize(buf.Bytes(), func(s string) bool { sizes = append(sizes, s); return true })
+	eachProtobufQuantity(buf.Bytes(), "", func(s string, _ *field.Path) bool { sizes = append(sizes, s); return true })
 	assert.Equal(t, []string{"1536Mi"}, sizes)
 	assert.Nil(t, Check(protobufType, buf.Bytes()))
 }

@@ -367,7 +367,11 @@ func containerResources(r *v1alpha1.Resources) *corev1ac.ResourceRequirementsApp
 	list := func(in map[string]resource.Quantity) corev1.ResourceList {
 		out := make(corev1.ResourceList, len(in))
 		for name, q := range in {
-			out[corev1.ResourceName(name)] = q.DeepCopy()
+			q = q.DeepCopy()
+			// As kube-apiserver stores it (SetDefaults_ResourceList), so
+			// what runs is seen to be what is applied.
+			q.RoundUp(resource.Milli)
+			out[corev1.ResourceName(name)] = q
 		}
 		return out
 	}

@@ -220,6 +220,17 @@ func TestContainersGetTheirResources(t *testing.T) {
 	assert.Equal(t, "200m", ptr.To((*got["backup"].Resources.Limits)["cpu"]).String())
 	assert.Nil(t, got["backup"].Resources.Requests)
 	assert.Equal(t, "300m", ptr.To((*got["bootstrap"].Resources.Requests)["cpu"]).String())
+
+	// kube-apiserver rounds every quantity of a Pod template up to milli
+	// (SetDefaults_ResourceList): applied finer, the StatefulSet never
+	// matched what the controller applies, which then applied it and told
+	// "Updated" on every sync, and a paused store read Pending for ever
+	// (found by review).
+	kvs.Spec.Resources = &v1alpha1.Resources{Requests: quantities("1n"), Limits: quantities("1.0001")}
+	data := containers()["data"].Resources
+	assert.Equal(t, "1m", ptr.To((*data.Requests)["cpu"]).String())
+	assert.Equal(t, "1001m", ptr.To((*data.Limits)["cpu"]).String())
+	assert.Equal(t, "1n", ptr.To(kvs.Spec.Resources.Requests["cpu"]).String(), "the store's own spec is not changed")
 }
 
 func readySts(image string, replicas int32) *appsv1.StatefulSet {

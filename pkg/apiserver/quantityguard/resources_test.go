@@ -1,0 +1,113 @@
+package quantityguard
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1beta1"
+)
+
+// The requests and limits of every container (spec.resources,
+// spec.proxy.resources, spec.backup.resources, spec.bootstrap.resources)
+// are quantities too, one per map key: the guard checks each, in every
+// body format, and names it. Before, only spec.storage was guarded, and a
+// store with cpu "1e-99999999" pinned a CPU for about 30 s per value while
+// its body was decoded (found by review).
+func TestCheckResources(t *testing.T) {
+	for _, at := range []struct{ json, field string }{
+		{`{"spec":{"resources":{"requests":{"cpu":%q}}}}`, "spec.resources.requests[cpu]"},
+		{`{"spec":{"resources":{"limits":{"example.com/any":%q}}}}`, "spec.resources.limits[example.com/any]"},
+		{`{"spec":{"proxy":{"resources":{"limits":{"memory":%q}}}}}`, "spec.proxy.resources.limits[memory]"},
+		{`{"spec":{"backup":{"resources":{"requests":{"cpu":%q}}}}}`, "spec.backup.resources.requests[cpu]"},
+		{`{"spec":{"bootstrap":{"resources":{"limits":{"cpu":%q}}}}}`, "spec.bootstrap.resources.limits[cpu]"},
+	} {
+		body := func(q string) []byte { return []byte(strings.Replace(at.json, "%q", `"`+q+`"`, 1)) }
+		for _, contentType := range []string{jsonType, mergeType, smpType} {
+			err := Check(contentType, body(hugeExponent))
+			require.NotNil(t, err, "%s %s", contentType, at.field)
+			assert.Equal(t, field.ErrorTypeInvalid, err.Type)
+			assert.Equal(t, at.field, err.Field)
+			assert.Nil(t, Check(contentType, body("500m")), at.field)
+		}
+	}
+	for _, tc := range []struct {
+		name, contentType, body string
+		want                    field.ErrorType
+		field                   string
+	}{
+		{"too long", jsonType, `{"spec":{"resources":{"requests":{"cpu":"` + strings.Repeat("1", 65) + `"}}}}`, field.ErrorTypeTooLong, "spec.resources.requests[cpu]"},
+		{"a key in another case", jsonType, `{"Spec":{"Resources":{"REQUESTS":{"cpu":"` + hugeExponent + `"}}}}`, field.ErrorTypeInvalid, "spec.resources.requests[cpu]"},
+		{"YAML apply", applyYAML, "spec:\n  resources:\n    limits:\n      memory: !!str " + hugeExponent + "\n", field.ErrorTypeInvalid, "spec.resources.limits[memory]"},
+		{"JSON patch, replace one value", jsonPatch, `[{"op":"replace","path":"/spec/resources/requests/cpu","value":"` + hugeExponent + `"}]`, field.ErrorTypeInvalid, "spec.resources.requests[cpu]"},
+		{"JSON patch, add the map", jsonPatch, `[{"op":"add","path":"/spec/proxy/resources/limits","value":{"cpu":"` + hugeExponent + `"}}]`, field.ErrorTypeInvalid, "spec.proxy.resources.limits[cpu]"},
+		{"JSON patch, add the proxy", jsonPatch, `[{"op":"add","path":"/spec/proxy","value":{"resources":{"requests":{"memory":"` + hugeExponent + `"}}}}]`, field.ErrorTypeInvalid, "spec.proxy.resources.requests[memory]"},
+		{"JSON patch, move to a value", jsonPatch, `[{"op":"move","from":"/metadata/annotations/a","path":"/spec/resources/limits/cpu"}]`, field.ErrorTypeForbidden, "spec.resources.limits[cpu]"},
+		{"JSON patch, copy to the resources", jsonPatch, `[{"op":"copy","from":"/metadata/labels","path":"/spec/backup/resources"}]`, field.ErrorTypeForbidden, "spec.backup.resources.requests"},
+		{"JSON patch, fine", jsonPatch, `[{"op":"replace","path":"/spec/resources/requests/cpu","value":"2"}]`, "", ""},
+		{"JSON patch, below a value", jsonPatch, `[{"op":"add","path":"/spec/resources/requests/cpu/x","value":"` + hugeExponent + `"}]`, "", ""},
+		{"claims are no quantities", jsonType, `{"spec":{"resources":{"claims":{"x":"` + hugeExponent + `"}}}}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.contentType, []byte(tc.body))
+			if tc.want == "" {
+				assert.Nil(t, err)
+				return
+			}
+			require.NotNil(t, err)
+			assert.Equal(t, tc.want, err.Type)
+			assert.Equal(t, tc.field, err.Field)
+		})
+	}
+	bad, err := direct.Marshal(map[string]any{"spec": map[string]any{"bootstrap": map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": hugeExponent}}}}})
+	require.NoError(t, err)
+	assert.NotNil(t, Check(cborType, bad))
+}
+
+// The protobuf walk reaches every requests and limits value of a store
+// encoded by the real serializer, with its map key, and refuses a huge one.
+func TestProtobufResources(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1beta1.AddToScheme(scheme))
+	q := func(name, value string) map[string]resource.Quantity {
+		return map[string]resource.Quantity{name: resource.MustParse(value)}
+	}
+	kvs := &v1beta1.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: v1beta1.KeyValueStoreSpec{
+			Image:     "redis:7.2",
+			Storage:   v1beta1.StorageSpec{Capacity: resource.MustParse("1536Mi")},
+			Resources: &v1beta1.Resources{Requests: q("cpu", "1"), Limits: q("memory", "2Gi")},
+			Proxy:     &v1beta1.ProxySpec{Image: "envoy:1", Resources: &v1beta1.Resources{Requests: q("cpu", "3")}},
+			Backup:    &v1beta1.BackupSpec{Image: "backup:1", Resources: &v1beta1.Resources{Limits: q("cpu", "4")}},
+			Bootstrap: &v1beta1.BootstrapSpec{Image: "seed:1", Resources: &v1beta1.Resources{Requests: q("cpu", "123456789m")}},
+		},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, protobuf.NewSerializer(scheme, scheme).Encode(kvs, &buf))
+	found := map[string]string{}
+	eachProtobufQuantity(buf.Bytes(), "v1beta1", func(q string, at *field.Path) bool { found[at.String()] = q; return true })
+	assert.Equal(t, map[string]string{
+		"spec.storage.capacity":                  "1536Mi",
+		"spec.resources.requests[cpu]":           "1",
+		"spec.resources.limits[memory]":          "2Gi",
+		"spec.proxy.resources.requests[cpu]":     "3",
+		"spec.backup.resources.limits[cpu]":      "4",
+		"spec.bootstrap.resources.requests[cpu]": "123456789m",
+	}, found)
+	assert.Nil(t, Check(protobufType, buf.Bytes()))
+
+	huge := bytes.Replace(buf.Bytes(), []byte("123456789m"), []byte("1e-9999999"), 1)
+	err := CheckIn(protobufType, huge, "v1beta1")
+	require.NotNil(t, err)
+	assert.Equal(t, "spec.bootstrap.resources.requests[cpu]", err.Field)
+}
