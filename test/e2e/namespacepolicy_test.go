@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -89,13 +89,13 @@ func storeOfEveryPod(name string) *v1alpha1.KeyValueStore {
 }
 
 // requireRefusedAndRun creates a plain store, whose StatefulSet's Pods the
-// namespace refuses with refusal, and obj, whose Pods all run: it gets
+// namespace refuses with refusal (its ReplicaFailure condition says so), and obj, whose Pods all run: it gets
 // Ready with its proxy (whileReady then checks it), takes a backup, and
 // is deleted with its final backup Completed.
 func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, refusal string, whileReady func()) {
 	t.Helper()
 	ctx := context.Background()
-	kube, kvs := clients(t)
+	_, kvs := clients(t)
 	stores := kvs.KvstoreV1alpha1().KeyValueStores(ns)
 	_, err := stores.Create(ctx, store("plain", 1), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -109,29 +109,15 @@ func requireRefusedAndRun(t *testing.T, ns string, obj *v1alpha1.KeyValueStore, 
 	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", obj.Name), metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
-	requireFailedCreate(t, kube, ns, "plain", refusal)
+	// The refused store says why.
+	waitStore(t, kvs, ns, "plain", "ReplicaFailure naming the refusal", func(k *v1alpha1.KeyValueStore) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, refusal)
+	})
 
 	require.NoError(t, stores.Delete(ctx, obj.Name, metav1.DeleteOptions{}))
 	waitGone(t, kvs, ns, obj.Name)
 	requireFinalBackupCompleted(t, kvs, ns)
-}
-
-// requireFailedCreate waits for the StatefulSet's FailedCreate event that
-// says why its Pod was refused.
-func requireFailedCreate(t *testing.T, kube kubernetes.Interface, ns, name, refusal string) {
-	t.Helper()
-	require.NoError(t, framework.WaitFor(context.Background(), readyTimeout, func(ctx context.Context) error {
-		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=FailedCreate"})
-		if err != nil {
-			return err
-		}
-		for _, e := range events.Items {
-			if strings.Contains(e.Message, refusal) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no FailedCreate event %q on StatefulSet %s yet", refusal, name)
-	}))
 }
 
 func requireFinalBackupCompleted(t *testing.T, kvs versioned.Interface, ns string) {

@@ -207,6 +207,9 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 		kubeinformers.WithTransform(CacheTransform))
 	kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0, kvsinformers.WithTransform(CacheTransform))
 	nsInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(CacheTransform))
+	eventInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = FailedCreateEvents }),
+		kubeinformers.WithTransform(CacheTransform))
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -217,15 +220,17 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: FieldManager})
 
-	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, nsInf.Core().V1().Namespaces(), recorder)
+	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, nsInf.Core().V1().Namespaces(), eventInf.Core().V1().Events(), recorder)
 	if err != nil {
 		return err
 	}
 	kubeInf.Start(ctx.Done())
 	kvsInf.Start(ctx.Done())
 	nsInf.Start(ctx.Done())
+	eventInf.Start(ctx.Done())
 	defer kubeInf.Shutdown()
 	defer kvsInf.Shutdown()
 	defer nsInf.Shutdown()
+	defer eventInf.Shutdown()
 	return ctrl.Run(ctx, cfg.Workers)
 }

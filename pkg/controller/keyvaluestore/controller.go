@@ -56,7 +56,10 @@ type Controller struct {
 	pods, claims, jobs cache.Indexer
 	// namespaces is unfiltered (namespaces carry no label of ours).
 	namespaces corelisters.NamespaceLister
-	synced     []cache.InformerSynced
+	// failedCreates holds the FailedCreate events of StatefulSets only
+	// (FailedCreateEvents).
+	failedCreates corelisters.EventLister
+	synced        []cache.InformerSynced
 
 	// The kinds the controller applies, each with its cache, live read,
 	// extraction of our applied fields and apply call.
@@ -76,22 +79,24 @@ var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 // newController wires a Controller to informers. Kube informers should be
 // filtered to objects labelled app.kubernetes.io/managed-by=kvstore-apiserver;
 // the namespace informer is not.
-func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, namespaces coreinformers.NamespaceInformer, recorder record.EventRecorder) (*Controller, error) {
+// failedCreates should be filtered to FailedCreateEvents.
+func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, namespaces coreinformers.NamespaceInformer, failedCreates coreinformers.EventInformer, recorder record.EventRecorder) (*Controller, error) {
 	stsLister := kubeInformers.Apps().V1().StatefulSets().Lister()
 	deployLister := kubeInformers.Apps().V1().Deployments().Lister()
 	svcLister := kubeInformers.Core().V1().Services().Lister()
 	pdbLister := kubeInformers.Policy().V1().PodDisruptionBudgets().Lister()
 	jobLister := kubeInformers.Batch().V1().Jobs().Lister()
 	c := &Controller{
-		kube:       kube,
-		kvs:        kvs,
-		recorder:   preferredVersionRecorder{recorder},
-		stores:     kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
-		backups:    kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
-		pods:       kubeInformers.Core().V1().Pods().Informer().GetIndexer(),
-		claims:     kubeInformers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer(),
-		jobs:       kubeInformers.Batch().V1().Jobs().Informer().GetIndexer(),
-		namespaces: namespaces.Lister(),
+		kube:          kube,
+		kvs:           kvs,
+		recorder:      preferredVersionRecorder{recorder},
+		stores:        kvsInformers.Kvstore().V1alpha1().KeyValueStores().Lister(),
+		backups:       kvsInformers.Kvstore().V1alpha1().KeyValueStoreBackups().Lister(),
+		pods:          kubeInformers.Core().V1().Pods().Informer().GetIndexer(),
+		claims:        kubeInformers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer(),
+		jobs:          kubeInformers.Batch().V1().Jobs().Informer().GetIndexer(),
+		namespaces:    namespaces.Lister(),
+		failedCreates: failedCreates.Lister(),
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
 			memo:   newAppliedMemo(false),
@@ -174,6 +179,15 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	// Read by every teardown reconcile that waits for Pods; no handler: a
 	// namespace's deletion reaches the stores through their Pods' events.
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
+	// A StatefulSet that cannot create a Pod wakes the store of its name.
+	if _, err := failedCreates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueStoreOfEvent,
+		UpdateFunc: func(_, obj any) { c.enqueueStoreOfEvent(obj) },
+		DeleteFunc: c.enqueueStoreOfEvent,
+	}); err != nil {
+		return nil, err
+	}
+	c.synced = append(c.synced, failedCreates.Informer().HasSynced)
 
 	// An object's memo entry goes with it.
 	for _, o := range []struct {
@@ -361,6 +375,8 @@ func statefulSetChanged(old, new any) bool {
 type deploymentStatusRead struct {
 	observedGeneration                                          int64
 	replicas, updatedReplicas, readyReplicas, availableReplicas int32
+	replicaFailure                                              corev1.ConditionStatus
+	replicaFailureMessage                                       string
 }
 
 // deploymentChanged is false for an update that changed only status fields
@@ -371,10 +387,16 @@ func deploymentChanged(old, new any) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	read := func(s appsv1.DeploymentStatus) deploymentStatusRead {
-		return deploymentStatusRead{s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas}
+	read := func(d *appsv1.Deployment) deploymentStatusRead {
+		s := d.Status
+		r := deploymentStatusRead{observedGeneration: s.ObservedGeneration, replicas: s.Replicas, updatedReplicas: s.UpdatedReplicas,
+			readyReplicas: s.ReadyReplicas, availableReplicas: s.AvailableReplicas}
+		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil {
+			r.replicaFailure, r.replicaFailureMessage = c.Status, c.Message
+		}
+		return r
 	}
-	return specOrMetadataChanged(old, new) || read(o.Status) != read(n.Status)
+	return specOrMetadataChanged(old, new) || read(o) != read(n)
 }
 
 // podChanged is false for an update that changed neither the Pod's

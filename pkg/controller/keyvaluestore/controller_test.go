@@ -74,7 +74,7 @@ func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Obj
 	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.kvsInf = kvsinformers.NewSharedInformerFactory(f.kvs, 0)
 	f.recorder = record.NewFakeRecorder(100)
-	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.recorder)
+	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), f.recorder)
 	require.NoError(t, err)
 	c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	f.c = c
@@ -110,6 +110,8 @@ func (f *fixture) cache(obj runtime.Object) {
 		inf = f.kubeInf.Core().V1().PersistentVolumeClaims().Informer()
 	case *batchv1.Job:
 		inf = f.kubeInf.Batch().V1().Jobs().Informer()
+	case *corev1.Event:
+		inf = f.kubeInf.Core().V1().Events().Informer()
 	default:
 		f.t.Fatalf("no informer for %T", obj)
 	}
@@ -784,7 +786,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	assert.Equal(t, StepFinalBackup, reason)
 
 	// Restart: a new controller over the same cluster state resumes.
-	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.recorder)
+	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), f.recorder)
 	require.NoError(t, err)
 	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	kube, reason = step()
@@ -1559,7 +1561,7 @@ func TestEventsNameTheStoreInThePreferredVersion(t *testing.T) {
 	kvs := newStore()
 	f := newFixture(t, kvs)
 	rec := &involvedRecorder{}
-	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), rec)
+	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), rec)
 	require.NoError(t, err)
 	c.now = f.c.now
 	f.c = c

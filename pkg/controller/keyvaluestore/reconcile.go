@@ -90,6 +90,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
 	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
 	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
+	failure := c.replicaFailure(kvs, sts, proxy)
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		if k.Generation != applied {
 			// The spec changed since the apply (a conflict brought the new
@@ -97,6 +98,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 			return k.Status
 		}
 		st := observe(k, sts, proxy, applyErr, boot, paused)
+		setReplicaFailure(&st, failure, k.Generation)
 		observeBackups(&st, k, backups, plan)
 		return st
 	})

@@ -1,0 +1,121 @@
+package keyvaluestore
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// ReasonFailedCreate: a workload of the store cannot create its Pods.
+const ReasonFailedCreate = "FailedCreate"
+
+// FailedCreateEvents selects the events of a StatefulSet that cannot
+// create a Pod: the only events the controller caches. A StatefulSet has
+// no status condition for it (a Deployment has ReplicaFailure).
+var FailedCreateEvents = fields.Set{"reason": "FailedCreate", "involvedObject.kind": "StatefulSet"}.AsSelector().String()
+
+// maxFailureMessage bounds what of a refusal the condition repeats.
+const maxFailureMessage = 1024
+
+// replicaFailure says why the store's workloads cannot create their Pods,
+// "" when they can (or have not tried).
+func (c *Controller) replicaFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1.Deployment) string {
+	var why []string
+	if msg := c.statefulSetFailure(kvs, sts); msg != "" {
+		why = append(why, "StatefulSet "+sts.Name+": "+msg)
+	}
+	if proxy != nil {
+		if cond := deploymentCondition(proxy, appsv1.DeploymentReplicaFailure); cond != nil && cond.Status == corev1.ConditionTrue {
+			why = append(why, "Deployment "+proxy.Name+": "+cond.Message)
+		}
+	}
+	return truncate(strings.Join(why, "; "), maxFailureMessage)
+}
+
+// statefulSetFailure is the message of the newest FailedCreate event of
+// sts while it lacks Pods and has created none since that event: a Pod
+// created later means the refusal is over.
+func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) string {
+	if sts == nil || sts.Spec.Replicas == nil || sts.Status.Replicas >= *sts.Spec.Replicas {
+		return ""
+	}
+	events, err := c.failedCreates.Events(sts.Namespace).List(labels.Everything())
+	if err != nil {
+		return ""
+	}
+	var newest *corev1.Event
+	for _, e := range events {
+		if e.InvolvedObject.UID == sts.UID && (newest == nil || lastSeen(e).After(lastSeen(newest))) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	pods, err := c.componentPods(kvs, ComponentData)
+	if err != nil {
+		return ""
+	}
+	for _, p := range pods {
+		if metav1.IsControlledBy(p, sts) && p.CreationTimestamp.After(lastSeen(newest)) {
+			return ""
+		}
+	}
+	return newest.Message
+}
+
+// lastSeen is when an event last happened, whichever API wrote it.
+func lastSeen(e *corev1.Event) time.Time {
+	t := e.LastTimestamp.Time
+	if e.EventTime.After(t) {
+		t = e.EventTime.Time
+	}
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	return t
+}
+
+// setReplicaFailure records why, or removes the condition when there is
+// nothing to say, as a Deployment does.
+func setReplicaFailure(st *v1alpha1.KeyValueStoreStatus, why string, generation int64) {
+	if why == "" {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionReplicaFailure)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
+		Reason: ReasonFailedCreate, Message: why, ObservedGeneration: generation})
+}
+
+// truncate cuts s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // s[n] continues the character before the cut
+	}
+	return s[:n]
+}
+
+// enqueueStoreOfEvent queues the store named like the event's StatefulSet
+// (a store's StatefulSet has its name); an event of another StatefulSet
+// queues a key whose sync finds no store.
+func (c *Controller) enqueueStoreOfEvent(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if e, ok := obj.(*corev1.Event); ok && e.InvolvedObject.Kind == "StatefulSet" {
+		c.queue.Add(e.Namespace + "/" + e.InvolvedObject.Name)
+	}
+}
