@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -32,7 +33,26 @@ func TestStoresRunInARestrictedNamespace(t *testing.T) {
 	mustKubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
 	strict := storeOfEveryPod("strict")
 	strict.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: 999, RunAsGroup: ptr.To[int64](999)}
-	requireRefusedAndRun(t, ns, strict, "violates PodSecurity", func() {})
+	requireRefusedAndRun(t, ns, strict, "violates PodSecurity", func() {
+		// Taken away, the rollout it starts is refused and the store says
+		// why; given back, the store gets Ready and stops saying it.
+		ctx := context.Background()
+		_, kvs := clients(t)
+		setSecurityContext := func(sc string) {
+			_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Patch(ctx, "strict", types.MergePatchType,
+				[]byte(`{"spec":{"securityContext":`+sc+`}}`), metav1.PatchOptions{})
+			require.NoError(t, err)
+		}
+		setSecurityContext("null")
+		waitStore(t, kvs, ns, "strict", "ReplicaFailure naming Pod Security", func(k *v1alpha1.KeyValueStore) bool {
+			c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure)
+			return c != nil && strings.Contains(c.Message, "violates PodSecurity")
+		})
+		setSecurityContext(`{"runAsUser":999,"runAsGroup":999}`)
+		waitStore(t, kvs, ns, "strict", "Ready again, without ReplicaFailure", func(k *v1alpha1.KeyValueStore) bool {
+			return isReady(k) && k.Status.ProxyReadyReplicas == 1 && meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure) == nil
+		})
+	})
 }
 
 // In a namespace whose ResourceQuota limits cpu and memory (every Pod must
