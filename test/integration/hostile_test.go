@@ -297,6 +297,7 @@ func TestHostileInput(t *testing.T) {
 		{"create, cpu request with a huge exponent", create(jsonType, []byte(`{"apiVersion":"kvstore.io/v1beta1","kind":"KeyValueStore","metadata":{"name":"cpu"},"spec":{"image":"redis:7.2","resources":{"requests":{"cpu":"1e-99999999"}}}}`)), unprocessable, "spec.resources.requests[cpu]: Invalid value"},
 		{"merge patch, proxy limit with a huge exponent", patch("", types.MergePatchType, []byte(`{"spec":{"proxy":{"resources":{"limits":{"memory":"1e2147483647"}}}}}`)), unprocessable, "spec.proxy.resources.limits[memory]: Invalid value"},
 		{"JSON patch, bootstrap request copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"copy","from":"/metadata/labels","path":"/spec/bootstrap/resources/requests"}]`)), unprocessable, "spec.bootstrap.resources.requests: Forbidden"},
+		{"create, a list of stores with a huge exponent", create(jsonType, []byte(`{"apiVersion":"kvstore.io/v1beta1","kind":"KeyValueStoreList","items":[{"spec":{"storage":{"capacity":"1e-99999999"}}}]}`)), badRequest, "kind: Invalid value: \"KeyValueStoreList\": must be KeyValueStore"},
 		{"JSON patch, size copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/labels","value":{"size":"1e-99999999"}},{"op":"copy","from":"/metadata/labels","path":"/spec/storage"}]`)), unprocessable, "spec.storage.size: Forbidden"},
 
 		// Protobuf that is not a KeyValueStore.

@@ -7,7 +7,7 @@ import (
 
 // quantityPlace matches the field paths of quantityPaths, a map's key as
 // [key], and what a JSON patch names for a copy or move above a map.
-var quantityPlace = regexp.MustCompile(`^spec\.storage\.(size|capacity)$|^spec(\.(proxy|backup|bootstrap))?\.resources\.(requests|limits)(\[.*\])?$`)
+var quantityPlace = regexp.MustCompile(`^kind$|^spec\.storage\.(size|capacity)$|^spec(\.(proxy|backup|bootstrap))?\.resources\.(requests|limits)(\[.*\])?$`)
 
 // fuzzedContentTypes are the Content-Types Check reads, and one it does not.
 var fuzzedContentTypes = []string{jsonType, mergeType, smpType, jsonPatch, yamlType, applyYAML, cborType, applyCBOR, protobufType, "text/plain"}

@@ -18,7 +18,9 @@ var Guarded = schema.GroupResource{Group: "kvstore.io", Resource: "keyvaluestore
 
 // WithFilter checks the body of every create, update and patch of a
 // KeyValueStore and of its /status (a /scale body carries no quantity) and
-// answers 422 for one Check refuses, before the request is decoded. It runs
+// answers 422 for one Check refuses (400 for a body it cannot read or of
+// another kind, as the decoder would),
+// before the request is decoded. It runs
 // inside authentication and authorization, so only a client allowed to write
 // gets its body read. A body over maxBodyBytes is passed on unread, for the
 // handler to refuse with 413. Errors are written with codecs.
@@ -41,9 +43,11 @@ func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBo
 			return
 		}
 		if fieldErr := CheckIn(req.Header.Get("Content-Type"), body, info.APIVersion); fieldErr != nil {
-			gk := schema.GroupKind{Group: Guarded.Group, Kind: "KeyValueStore"}
-			responsewriters.ErrorNegotiated(apierrors.NewInvalid(gk, info.Name, field.ErrorList{fieldErr}),
-				codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+			var err error = apierrors.NewInvalid(schema.GroupKind{Group: Guarded.Group, Kind: "KeyValueStore"}, info.Name, field.ErrorList{fieldErr})
+			if fieldErr.Type == field.ErrorTypeTypeInvalid {
+				err = apierrors.NewBadRequest(fieldErr.Error()) // a body that does not parse, as the decoder says
+			}
+			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 			return
 		}
 		req.Body = readCloser{bytes.NewReader(body), req.Body}

@@ -44,81 +44,146 @@ func protobufPaths(version string) []protobufPath {
 // protobufMagic starts every Kubernetes protobuf body.
 var protobufMagic = []byte("k8s\x00")
 
+// protoField is one field of a protobuf message as read.
+type protoField struct {
+	num, wireType uint64
+	value         []byte // of a length-delimited field
+}
+
+// unreadableProtobuf refuses a protobuf body the guard cannot read as
+// strictly as it must: the generated decoders accept more than a strict
+// reading (a map entry's fields of any wire type, an entry's value running
+// past the entry, a varint with bits beyond 64), and would parse a
+// quantity the walk did not reach. client-go never writes such a body.
+func unreadableProtobuf(version string) *field.Error {
+	path := sizePathIn(version)
+	return field.TypeInvalid(field.NewPath(path[0], path[1:]...), nil,
+		"a protobuf body that does not parse strictly is refused before its quantities are parsed")
+}
+
 // checkProtobuf checks every quantity of a protobuf KeyValueStore, also
-// those a repeated field would merge, naming them as version spells them.
+// those a repeated field would merge, naming them as version spells them,
+// and its kind.
 func checkProtobuf(body []byte, version string) *field.Error {
-	var err *field.Error
-	eachProtobufQuantity(body, version, func(q string, at *field.Path) bool {
-		err = checkQuantity(q, at)
-		return err == nil
+	return eachProtobufQuantity(body, version, func(q string, at *field.Path) *field.Error {
+		return checkQuantity(q, at)
 	})
-	return err
 }
 
 // eachProtobufQuantity calls f with every quantity a protobuf KeyValueStore
-// body holds and its place, until f returns false.
-func eachProtobufQuantity(body []byte, version string, f func(string, *field.Path) bool) {
+// body holds and its place, and returns the first error f returns, or why
+// the body is refused before that: another kind, or a layout the walk
+// cannot read strictly. A body without the envelope is the decoder's to
+// refuse.
+func eachProtobufQuantity(body []byte, version string, f func(string, *field.Path) *field.Error) *field.Error {
 	raw, ok := bytes.CutPrefix(body, protobufMagic)
 	if !ok {
-		return
+		return nil
 	}
-	eachLengthDelimited(raw, 2, func(obj []byte) bool { // runtime.Unknown.raw
-		for _, p := range protobufPaths(version) {
-			if !walkProtobuf(obj, p, nil, f) {
-				return false
+	unknown, ok := parseProtobuf(raw)
+	if !ok {
+		return unreadableProtobuf(version)
+	}
+	for _, fld := range unknown {
+		if fld.num != 1 && fld.num != 2 {
+			continue
+		}
+		if fld.wireType != 2 {
+			return unreadableProtobuf(version)
+		}
+		if fld.num == 1 { // runtime.Unknown.typeMeta
+			if err := checkProtobufKind(fld.value, version); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, p := range protobufPaths(version) { // runtime.Unknown.raw
+			if err := walkProtobuf(fld.value, p, nil, version, f); err != nil {
+				return err
 			}
 		}
-		return true
-	})
+	}
+	return nil
+}
+
+// checkProtobufKind refuses a TypeMeta naming another kind than
+// KeyValueStore (its field 2).
+func checkProtobufKind(typeMeta []byte, version string) *field.Error {
+	fields, ok := parseProtobuf(typeMeta)
+	if !ok {
+		return unreadableProtobuf(version)
+	}
+	for _, fld := range fields {
+		if fld.num == 2 {
+			if fld.wireType != 2 {
+				return unreadableProtobuf(version)
+			}
+			if err := checkKind(string(fld.value)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // walkProtobuf follows p from msg, which keys (matched along p) lead to,
-// and calls f with each quantity it reaches; false once f returned false.
-func walkProtobuf(msg []byte, p protobufPath, keys []string, f func(string, *field.Path) bool) bool {
-	more := true
+// and calls f with each quantity it reaches. Every message on the way is
+// read whole, strictly, and its fields on p must be length-delimited.
+func walkProtobuf(msg []byte, p protobufPath, keys []string, version string, f func(string, *field.Path) *field.Error) *field.Error {
+	fields, ok := parseProtobuf(msg)
+	if !ok {
+		return unreadableProtobuf(version)
+	}
 	i := len(keys)
+	// each calls visit with the value of every field num, in order.
+	each := func(num uint64, visit func([]byte) *field.Error) *field.Error {
+		for _, fld := range fields {
+			if fld.num != num {
+				continue
+			}
+			if fld.wireType != 2 {
+				return unreadableProtobuf(version)
+			}
+			if err := visit(fld.value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	switch {
 	case i == len(p.names):
 		// A resource.Quantity: its one field is the string parsed.
-		eachLengthDelimited(msg, 1, func(v []byte) bool {
-			more = f(string(v), fieldPathTo(p.names, keys))
-			return more
-		})
+		return each(1, func(v []byte) *field.Error { return f(string(v), fieldPathTo(p.names, keys)) })
 	case p.names[i] == "*":
+		// A map entry: its key names it (the last one given), its value is field 2.
 		var key []byte
-		eachLengthDelimited(msg, 1, func(v []byte) bool { key = v; return true }) // the last wins
+		if err := each(1, func(v []byte) *field.Error { key = v; return nil }); err != nil {
+			return err
+		}
 		next := append(slices.Clone(keys), string(key))
-		eachLengthDelimited(msg, 2, func(v []byte) bool {
-			more = walkProtobuf(v, p, next, f)
-			return more
-		})
+		return each(2, func(v []byte) *field.Error { return walkProtobuf(v, p, next, version, f) })
 	default:
 		next := append(slices.Clone(keys), p.names[i])
-		eachLengthDelimited(msg, p.numbers[i], func(v []byte) bool {
-			more = walkProtobuf(v, p, next, f)
-			return more
-		})
+		return each(p.numbers[i], func(v []byte) *field.Error { return walkProtobuf(v, p, next, version, f) })
 	}
-	return more
 }
 
-// eachLengthDelimited calls f, in order, with the value of every
-// length-delimited field numbered num in msg, until f returns false. It
-// stops at the first malformed field: the decoder fails there too, and has
-// parsed no field after it.
-func eachLengthDelimited(msg []byte, num uint64, f func([]byte) bool) {
+// parseProtobuf reads every field of msg; false for anything a strict
+// reading refuses: a varint over 64 bits, a length past the message's end,
+// an unbalanced group, an unknown wire type, field number 0.
+func parseProtobuf(msg []byte) ([]protoField, bool) {
+	var out []protoField
 	for len(msg) > 0 {
 		tag, n := binary.Uvarint(msg)
-		if n <= 0 {
-			return
+		if n <= 0 || tag>>3 == 0 {
+			return nil, false
 		}
 		msg = msg[n:]
-		fieldNum, wireType := tag>>3, tag&7
-		var value []byte
-		switch wireType {
+		fld := protoField{num: tag >> 3, wireType: tag & 7}
+		switch fld.wireType {
 		case 0: // varint
 			if _, n = binary.Uvarint(msg); n <= 0 {
-				return
+				return nil, false
 			}
 		case 1: // fixed64
 			n = 8
@@ -127,25 +192,24 @@ func eachLengthDelimited(msg []byte, num uint64, f func([]byte) bool) {
 		case 2: // length-delimited
 			length, m := binary.Uvarint(msg)
 			if m <= 0 || length > uint64(len(msg)-m) {
-				return
+				return nil, false
 			}
-			value = msg[m : m+int(length)]
+			fld.value = msg[m : m+int(length)]
 			n = m + int(length)
 		case 3: // a group, skipped as the generated decoders skip it
 			if n = skipGroup(msg); n < 0 {
-				return
+				return nil, false
 			}
 		default:
-			return
+			return nil, false
 		}
 		if n > len(msg) {
-			return
+			return nil, false
 		}
 		msg = msg[n:]
-		if wireType == 2 && fieldNum == num && !f(value) {
-			return
-		}
+		out = append(out, fld)
 	}
+	return out, true
 }
 
 // skipGroup returns the length of a group's fields up to and including its

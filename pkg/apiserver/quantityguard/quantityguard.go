@@ -120,7 +120,7 @@ func CheckIn(contentType string, body []byte, version string) *field.Error {
 	}
 	switch mediaType {
 	case runtime.ContentTypeJSON, string(types.MergePatchType), string(types.StrategicMergePatchType):
-		return checkJSONPaths(body)
+		return checkJSONDocument(body)
 	case string(types.JSONPatchType):
 		return checkJSONPatch(body)
 	case runtime.ContentTypeYAML, string(types.ApplyYAMLPatchType):
@@ -129,13 +129,22 @@ func CheckIn(contentType string, body []byte, version string) *field.Error {
 		if err != nil {
 			return nil
 		}
-		return checkJSONPaths(data)
+		return checkJSONDocument(data)
 	case runtime.ContentTypeCBOR, string(types.ApplyCBORPatchType):
 		// The CBOR decoder refuses a repeated key only once it has decoded
 		// the first, so a body the guard cannot read is refused here.
 		var doc any
 		if err := direct.Unmarshal(body, &doc); err != nil {
 			return field.Invalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
+		}
+		if m, ok := doc.(map[string]any); ok {
+			for k, v := range m {
+				if kind, ok := v.(string); ok && strings.EqualFold(k, "kind") {
+					if err := checkKind(kind); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		for _, path := range quantityPaths {
 			if err := checkAt(doc, path, nil); err != nil {
@@ -160,6 +169,55 @@ func mediaTypeOf(contentType string) string {
 		return contentType[:i]
 	}
 	return contentType
+}
+
+// checkKind refuses a body that names another kind than KeyValueStore:
+// the decoders build whatever kind a body names, KeyValueStoreList
+// included, whose items hold stores the guard's paths do not reach. The
+// handler would refuse the kind, but only after decoding it.
+func checkKind(kind string) *field.Error {
+	if kind == "" || kind == "KeyValueStore" {
+		return nil
+	}
+	return field.TypeInvalid(field.NewPath("kind"), kind, "must be KeyValueStore")
+}
+
+// checkJSONKind checks every key of the document's root that names its
+// kind: the decoders read "kind" case-insensitively, the last one winning.
+func checkJSONKind(data []byte) *field.Error {
+	if !json.Valid(data) {
+		return nil // refused by the decoder
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for d.More() {
+		keyTok, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		var value json.RawMessage
+		if d.Decode(&value) != nil {
+			return nil
+		}
+		var kind string
+		if key, _ := keyTok.(string); strings.EqualFold(key, "kind") && json.Unmarshal(value, &kind) == nil {
+			if err := checkKind(kind); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkJSONDocument checks a JSON object, or a merge patch of one: its
+// kind, and every quantity.
+func checkJSONDocument(data []byte) *field.Error {
+	if err := checkJSONKind(data); err != nil {
+		return err
+	}
+	return checkJSONPaths(data)
 }
 
 // checkJSONPaths checks every quantity path of a JSON document.
@@ -272,6 +330,9 @@ func checkJSONPatch(body []byte) *field.Error {
 			continue
 		}
 		tokens := pointerTokens(path)
+		if err := checkJSONPatchKind(name, tokens, op["value"]); err != nil {
+			return err
+		}
 		for _, pattern := range quantityPaths {
 			if !above(tokens, pattern) {
 				continue
@@ -285,6 +346,28 @@ func checkJSONPatch(body []byte) *field.Error {
 				return field.Forbidden(fieldPathTo(pattern, tokens),
 					fmt.Sprintf("a JSON patch may not %s a value to %q, which holds quantities; set them with add or replace", name, path))
 			}
+		}
+	}
+	return nil
+}
+
+// checkJSONPatchKind refuses an operation that makes the object another
+// kind: writing /kind (any case: the decoders read it so) other than
+// KeyValueStore, copying or moving a value there, or replacing the whole
+// object with one of another kind.
+func checkJSONPatchKind(op string, tokens []string, value json.RawMessage) *field.Error {
+	switch {
+	case len(tokens) == 0 && (op == "add" || op == "replace"):
+		return checkJSONKind(value)
+	case len(tokens) == 1 && strings.EqualFold(tokens[0], "kind"):
+		switch op {
+		case "add", "replace":
+			var kind string
+			if json.Unmarshal(value, &kind) == nil {
+				return checkKind(kind)
+			}
+		case "copy", "move":
+			return field.Forbidden(field.NewPath("kind"), "a JSON patch may not "+op+" a value to the object's kind")
 		}
 	}
 	return nil
