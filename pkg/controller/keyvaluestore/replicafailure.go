@@ -43,8 +43,11 @@ func (c *Controller) replicaFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 }
 
 // statefulSetFailure is the message of the newest FailedCreate event of
-// sts while it lacks Pods and has created none since that event: a Pod
-// created later means the refusal is over.
+// sts while it lacks Pods, has created none since that event and was not
+// changed by the controller since: a Pod created later means the refusal
+// is over, and a scale-up or new template after it is a new attempt (an
+// old refusal, kept an hour as events are, would otherwise come back with
+// the next Pod missing).
 func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) string {
 	if sts == nil || sts.Spec.Replicas == nil || sts.Status.Replicas >= *sts.Spec.Replicas {
 		return ""
@@ -62,16 +65,31 @@ func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1
 	if newest == nil {
 		return ""
 	}
+	seen := lastSeen(newest)
+	if appliedAt(sts).After(seen) {
+		return "" // the StatefulSet changed since: the refusal was of what it ran before
+	}
 	pods, err := c.componentPods(kvs, ComponentData)
 	if err != nil {
 		return ""
 	}
 	for _, p := range pods {
-		if metav1.IsControlledBy(p, sts) && p.CreationTimestamp.After(lastSeen(newest)) {
+		if metav1.IsControlledBy(p, sts) && p.CreationTimestamp.After(seen) {
 			return ""
 		}
 	}
 	return newest.Message
+}
+
+// appliedAt is when the controller last changed the StatefulSet's spec, by
+// its managedFields entry; zero if it never did.
+func appliedAt(sts *appsv1.StatefulSet) time.Time {
+	for _, m := range sts.ManagedFields {
+		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == "" && m.Time != nil {
+			return m.Time.Time
+		}
+	}
+	return time.Time{}
 }
 
 // lastSeen is when an event last happened, whichever API wrote it.

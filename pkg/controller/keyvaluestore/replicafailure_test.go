@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -44,7 +45,8 @@ func TestAStoreSaysWhyItsPodsAreRefused(t *testing.T) {
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	sts := f.statefulSet(kvs)
-	f.cache(failedCreate(sts, testNow))
+	refused := appliedAt(sts).Add(time.Second) // the fake server stamps the apply with the clock
+	f.cache(failedCreate(sts, refused))
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	cond := f.replicaFailure(kvs)
@@ -55,7 +57,7 @@ func TestAStoreSaysWhyItsPodsAreRefused(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCreating, f.stored(kvs).Status.Phase)
 
 	pod := revisionPod(kvs, sts, 0, "r", false)
-	pod.CreationTimestamp = metav1.NewTime(testNow.Add(time.Second))
+	pod.CreationTimestamp = metav1.NewTime(refused.Add(time.Second))
 	f.addPod(pod)
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
@@ -67,18 +69,33 @@ func TestAStoreSaysWhyItsPodsAreRefused(t *testing.T) {
 func TestAReplicaFailureIsCurrent(t *testing.T) {
 	for name, setup := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet){
 		"an earlier StatefulSet of the name": func(f *fixture, _ *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) {
-			e := failedCreate(sts, testNow)
+			e := failedCreate(sts, appliedAt(sts).Add(time.Second))
 			e.InvolvedObject.UID = "earlier"
 			f.cache(e)
 		},
 		"a Pod created after it": func(f *fixture, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) {
-			f.cache(failedCreate(sts, testNow.Add(-time.Minute)))
+			refused := appliedAt(sts).Add(time.Second)
+			f.cache(failedCreate(sts, refused))
 			pod := revisionPod(kvs, sts, 0, "r", true)
-			pod.CreationTimestamp = metav1.NewTime(testNow)
+			pod.CreationTimestamp = metav1.NewTime(refused.Add(time.Minute))
 			f.addPod(pod)
 		},
+		// A refusal, then the quota raised and the Pod created, the store
+		// scaled down and up again: the refusal is older than the scale-up
+		// (found by review: it came back with the next Pod missing).
+		"the StatefulSet changed since": func(f *fixture, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) {
+			refused := appliedAt(sts).Add(time.Second)
+			f.cache(failedCreate(sts, refused))
+			f.setStatefulSet(kvs, "kube-controller-manager", func(s *appsv1.StatefulSet) {
+				for i := range s.ManagedFields {
+					if s.ManagedFields[i].Manager == FieldManager {
+						s.ManagedFields[i].Time = ptr.To(metav1.NewTime(refused.Add(time.Minute)))
+					}
+				}
+			})
+		},
 		"every Pod exists": func(f *fixture, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) {
-			f.cache(failedCreate(sts, testNow))
+			f.cache(failedCreate(sts, appliedAt(sts).Add(time.Second)))
 			f.setStatefulSet(kvs, "kube-controller-manager", func(s *appsv1.StatefulSet) { s.Status.Replicas = 3 })
 		},
 	} {
