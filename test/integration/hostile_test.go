@@ -298,6 +298,7 @@ func TestHostileInput(t *testing.T) {
 		{"merge patch, proxy limit with a huge exponent", patch("", types.MergePatchType, []byte(`{"spec":{"proxy":{"resources":{"limits":{"memory":"1e2147483647"}}}}}`)), unprocessable, "spec.proxy.resources.limits[memory]: Invalid value"},
 		{"JSON patch, bootstrap request copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"copy","from":"/metadata/labels","path":"/spec/bootstrap/resources/requests"}]`)), unprocessable, "spec.bootstrap.resources.requests: Forbidden"},
 		{"create, a list of stores with a huge exponent", create(jsonType, []byte(`{"apiVersion":"kvstore.io/v1beta1","kind":"KeyValueStoreList","items":[{"spec":{"storage":{"capacity":"1e-99999999"}}}]}`)), badRequest, "kind: Invalid value: \"KeyValueStoreList\": must be KeyValueStore"},
+		{"update of /scale, a store with a huge exponent", update("scale", jsonType, storeWithSize(victim, `"1e-99999999"`)), badRequest, "kind: Invalid value: \"KeyValueStore\": must be Scale"},
 		{"JSON patch, size copied from a label", patch("", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/labels","value":{"size":"1e-99999999"}},{"op":"copy","from":"/metadata/labels","path":"/spec/storage"}]`)), unprocessable, "spec.storage.size: Forbidden"},
 
 		// Protobuf that is not a KeyValueStore.

@@ -66,7 +66,7 @@ func TestProtobufFieldNumbersV1beta1(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, protobuf.NewSerializer(scheme, scheme).Encode(kvs, &buf))
 	var sizes []string
-	eachProtobufQuantity(buf.Bytes(), "", func(s string, _ *field.Path) *field.Error { sizes = append(sizes, s); return nil })
+	eachProtobufQuantity(buf.Bytes(), "", "KeyValueStore", protobufPaths(""), func(s string, _ *field.Path) *field.Error { sizes = append(sizes, s); return nil })
 	assert.Equal(t, []string{"1536Mi"}, sizes)
 	assert.Nil(t, Check(protobufType, buf.Bytes()))
 }

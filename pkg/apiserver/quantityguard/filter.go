@@ -16,18 +16,24 @@ import (
 // Guarded is the resource whose request bodies the filter checks.
 var Guarded = schema.GroupResource{Group: "kvstore.io", Resource: "keyvaluestores"}
 
-// WithFilter checks the body of every create, update and patch of a
-// KeyValueStore and of its /status (a /scale body carries no quantity) and
-// answers 422 for one Check refuses (400 for a body it cannot read or of
-// another kind, as the decoder would),
-// before the request is decoded. It runs
-// inside authentication and authorization, so only a client allowed to write
-// gets its body read. A body over maxBodyBytes is passed on unread, for the
+// WithFilter checks the body of every create, update and patch in the
+// group before the request is decoded: of a KeyValueStore and of its
+// /status (CheckIn), and of a backup, its /status and a store's /scale
+// (CheckKind: a body there may name KeyValueStore, and would be decoded as
+// one). It answers 422 for a quantity it refuses, 400 for a body it cannot
+// read or of another kind, as the decoder would. It runs inside
+// authentication and authorization, so only a client allowed to write gets
+// its body read. A body over maxBodyBytes is passed on unread, for the
 // handler to refuse with 413. Errors are written with codecs.
 func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBodyBytes int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		info, ok := genericapirequest.RequestInfoFrom(req.Context())
-		if !ok || !guarded(info) || req.Body == nil {
+		if !ok || req.Body == nil {
+			handler.ServeHTTP(w, req)
+			return
+		}
+		check := checkFor(info)
+		if check == nil {
 			handler.ServeHTTP(w, req)
 			return
 		}
@@ -42,10 +48,10 @@ func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBo
 			handler.ServeHTTP(w, req)
 			return
 		}
-		if fieldErr := CheckIn(req.Header.Get("Content-Type"), body, info.APIVersion); fieldErr != nil {
+		if fieldErr := check(req.Header.Get("Content-Type"), body); fieldErr != nil {
 			var err error = apierrors.NewInvalid(schema.GroupKind{Group: Guarded.Group, Kind: "KeyValueStore"}, info.Name, field.ErrorList{fieldErr})
 			if fieldErr.Type == field.ErrorTypeTypeInvalid {
-				err = apierrors.NewBadRequest(fieldErr.Error()) // a body that does not parse, as the decoder says
+				err = apierrors.NewBadRequest(fieldErr.Error()) // a body that does not decode, as the decoder says
 			}
 			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 			return
@@ -55,18 +61,29 @@ func WithFilter(handler http.Handler, codecs runtime.NegotiatedSerializer, maxBo
 	})
 }
 
-func guarded(info *genericapirequest.RequestInfo) bool {
-	if !info.IsResourceRequest || info.APIGroup != Guarded.Group || info.Resource != Guarded.Resource {
-		return false
-	}
-	if info.Subresource != "" && info.Subresource != "status" {
-		return false
+// checkFor is the check of a request's body, nil for a request with none
+// to check (a read, a delete, another group).
+func checkFor(info *genericapirequest.RequestInfo) func(contentType string, body []byte) *field.Error {
+	if !info.IsResourceRequest || info.APIGroup != Guarded.Group {
+		return nil
 	}
 	switch info.Verb {
 	case "create", "update", "patch":
-		return true
+	default:
+		return nil
 	}
-	return false
+	kindOf := func(kind string) func(string, []byte) *field.Error {
+		return func(contentType string, body []byte) *field.Error { return CheckKind(contentType, body, kind) }
+	}
+	switch {
+	case info.Resource == Guarded.Resource && (info.Subresource == "" || info.Subresource == "status"):
+		return func(contentType string, body []byte) *field.Error { return CheckIn(contentType, body, info.APIVersion) }
+	case info.Resource == Guarded.Resource && info.Subresource == "scale":
+		return kindOf("Scale")
+	case info.Resource == "keyvaluestorebackups" && (info.Subresource == "" || info.Subresource == "status"):
+		return kindOf("KeyValueStoreBackup")
+	}
+	return nil
 }
 
 // readCloser reads from the buffered body and closes the original.

@@ -61,21 +61,25 @@ func unreadableProtobuf(version string) *field.Error {
 		"a protobuf body that does not parse strictly is refused before its quantities are parsed")
 }
 
-// checkProtobuf checks every quantity of a protobuf KeyValueStore, also
-// those a repeated field would merge, naming them as version spells them,
-// and its kind.
-func checkProtobuf(body []byte, version string) *field.Error {
-	return eachProtobufQuantity(body, version, func(q string, at *field.Path) *field.Error {
+// checkProtobuf checks a protobuf body's kind and every quantity at
+// patterns, also those a repeated field would merge, naming them as
+// version spells them.
+func checkProtobuf(body []byte, version, kind string, patterns [][]string) *field.Error {
+	paths := protobufPaths(version)
+	if patterns == nil {
+		paths = nil
+	}
+	return eachProtobufQuantity(body, version, kind, paths, func(q string, at *field.Path) *field.Error {
 		return checkQuantity(q, at)
 	})
 }
 
-// eachProtobufQuantity calls f with every quantity a protobuf KeyValueStore
-// body holds and its place, and returns the first error f returns, or why
-// the body is refused before that: another kind, or a layout the walk
-// cannot read strictly. A body without the envelope is the decoder's to
-// refuse.
-func eachProtobufQuantity(body []byte, version string, f func(string, *field.Path) *field.Error) *field.Error {
+// eachProtobufQuantity calls f with every quantity at paths a protobuf body
+// holds and its place, and returns the first error f returns, or why the
+// body is refused before that: another kind than kind, or a layout the
+// walk cannot read strictly. A body without the envelope is the decoder's
+// to refuse.
+func eachProtobufQuantity(body []byte, version, kind string, paths []protobufPath, f func(string, *field.Path) *field.Error) *field.Error {
 	raw, ok := bytes.CutPrefix(body, protobufMagic)
 	if !ok {
 		return nil
@@ -92,12 +96,12 @@ func eachProtobufQuantity(body []byte, version string, f func(string, *field.Pat
 			return unreadableProtobuf(version)
 		}
 		if fld.num == 1 { // runtime.Unknown.typeMeta
-			if err := checkProtobufKind(fld.value, version); err != nil {
+			if err := checkProtobufKind(fld.value, version, kind); err != nil {
 				return err
 			}
 			continue
 		}
-		for _, p := range protobufPaths(version) { // runtime.Unknown.raw
+		for _, p := range paths { // runtime.Unknown.raw
 			if err := walkProtobuf(fld.value, p, nil, version, f); err != nil {
 				return err
 			}
@@ -106,9 +110,9 @@ func eachProtobufQuantity(body []byte, version string, f func(string, *field.Pat
 	return nil
 }
 
-// checkProtobufKind refuses a TypeMeta naming another kind than
-// KeyValueStore (its field 2).
-func checkProtobufKind(typeMeta []byte, version string) *field.Error {
+// checkProtobufKind refuses a TypeMeta naming another kind than want
+// (its field 2).
+func checkProtobufKind(typeMeta []byte, version, want string) *field.Error {
 	fields, ok := parseProtobuf(typeMeta)
 	if !ok {
 		return unreadableProtobuf(version)
@@ -118,7 +122,7 @@ func checkProtobufKind(typeMeta []byte, version string) *field.Error {
 			if fld.wireType != 2 {
 				return unreadableProtobuf(version)
 			}
-			if err := checkKind(string(fld.value)); err != nil {
+			if err := checkKind(string(fld.value), want); err != nil {
 				return err
 			}
 		}
@@ -168,14 +172,20 @@ func walkProtobuf(msg []byte, p protobufPath, keys []string, version string, f f
 	}
 }
 
+// maxProtobufField is the largest field number protobuf allows.
+const maxProtobufField = 1<<29 - 1
+
 // parseProtobuf reads every field of msg; false for anything a strict
 // reading refuses: a varint over 64 bits, a length past the message's end,
-// an unbalanced group, an unknown wire type, field number 0.
+// an unbalanced group, an unknown wire type, a field number of 0 or over
+// maxProtobufField.
 func parseProtobuf(msg []byte) ([]protoField, bool) {
 	var out []protoField
 	for len(msg) > 0 {
 		tag, n := binary.Uvarint(msg)
-		if n <= 0 || tag>>3 == 0 {
+		if n <= 0 || tag>>3 == 0 || tag>>3 > maxProtobufField {
+			// The generated decoders read a field number as an int32: a
+			// larger one would be another field to them than to the walk.
 			return nil, false
 		}
 		msg = msg[n:]

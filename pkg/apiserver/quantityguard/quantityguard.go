@@ -98,12 +98,12 @@ func fieldPathTo(pattern, keys []string) *field.Path {
 }
 
 // Check refuses a KeyValueStore request body (an object, or a patch of one)
-// of the given Content-Type whose spec.storage.size is too long or has too
-// large an exponent, and a JSON patch that copies or moves any value into
-// spec.storage.size (its source cannot be checked). It looks at every
-// occurrence of the field, a key given twice included: decoding into a
-// struct parses each one. It accepts JSON, YAML and protobuf it cannot
-// parse: the decoder then refuses it before it parses any quantity.
+// of the given Content-Type that names another kind, or whose quantities
+// are too long or have too large an exponent, and a JSON patch that copies
+// or moves any value into a quantity (its source cannot be checked). It
+// looks at every occurrence of a field, a key given twice included:
+// decoding into a struct parses each one. It accepts JSON and YAML it
+// cannot parse: the decoder then refuses it before it parses any quantity.
 func Check(contentType string, body []byte) *field.Error {
 	return CheckIn(contentType, body, "")
 }
@@ -113,47 +113,77 @@ func Check(contentType string, body []byte) *field.Error {
 // versions share, or CBOR that does not decode), the refusal names the
 // version's own spelling, spec.storage.capacity in v1beta1.
 func CheckIn(contentType string, body []byte, version string) *field.Error {
-	unnamed := sizePathIn(version)
+	return check(contentType, body, version, "KeyValueStore", quantityPaths)
+}
+
+// CheckKind refuses a body of another resource of the group (a backup, a
+// Scale) that names another kind than kind: every resource of the group
+// shares one scheme, the decoders build whatever kind a body names, and a
+// KeyValueStore (or a list of them) sent there would have its quantities
+// parsed, unchecked, before the handler refused the kind.
+func CheckKind(contentType string, body []byte, kind string) *field.Error {
+	return check(contentType, body, "", kind, nil)
+}
+
+// check refuses a body that names another kind than kind, or any of whose
+// quantities at patterns is refused.
+func check(contentType string, body []byte, version, kind string, patterns [][]string) *field.Error {
 	mediaType := runtime.ContentTypeJSON // what the server assumes when none is given
 	if contentType != "" {
 		mediaType = mediaTypeOf(contentType)
 	}
 	switch mediaType {
 	case runtime.ContentTypeJSON, string(types.MergePatchType), string(types.StrategicMergePatchType):
-		return checkJSONDocument(body)
+		return checkJSONDocument(body, kind, patterns)
 	case string(types.JSONPatchType):
-		return checkJSONPatch(body)
+		return checkJSONPatch(body, kind, patterns)
 	case runtime.ContentTypeYAML, string(types.ApplyYAMLPatchType):
 		// The decoders turn YAML into JSON first, and so does the guard.
 		data, err := yaml.YAMLToJSON(body)
 		if err != nil {
 			return nil
 		}
-		return checkJSONDocument(data)
+		return checkJSONDocument(data, kind, patterns)
 	case runtime.ContentTypeCBOR, string(types.ApplyCBORPatchType):
-		// The CBOR decoder refuses a repeated key only once it has decoded
-		// the first, so a body the guard cannot read is refused here.
-		var doc any
-		if err := direct.Unmarshal(body, &doc); err != nil {
-			return field.Invalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body that does not decode is refused before its quantities are parsed: "+err.Error())
-		}
-		if m, ok := doc.(map[string]any); ok {
-			for k, v := range m {
-				if kind, ok := v.(string); ok && strings.EqualFold(k, "kind") {
-					if err := checkKind(kind); err != nil {
-						return err
-					}
+		return checkCBOR(body, version, kind, patterns)
+	case runtime.ContentTypeProtobuf:
+		return checkProtobuf(body, version, kind, patterns)
+	}
+	return nil
+}
+
+// checkCBOR checks a CBOR body as decoded into generic values. The CBOR
+// decoder refuses a repeated key only once it has decoded the first, so a
+// body the guard cannot read is refused here; and one with tag 21, 22 or
+// 23 too, under which the generic decoding re-encodes byte strings
+// (base64) while a Quantity parses their bytes.
+func checkCBOR(body []byte, version, kind string, patterns [][]string) *field.Error {
+	unnamed := sizePathIn(version)
+	unreadable := func(why string) *field.Error {
+		return field.TypeInvalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body "+why+" is refused before its quantities are parsed")
+	}
+	if tagged, ok := cborHasTag(body, 21, 22, 23); !ok {
+		return unreadable("that does not decode")
+	} else if tagged {
+		return unreadable("with tag 21, 22 or 23 (an expected later encoding)")
+	}
+	var doc any
+	if err := direct.Unmarshal(body, &doc); err != nil {
+		return unreadable("that does not decode (" + err.Error() + ")")
+	}
+	if m, ok := doc.(map[string]any); ok {
+		for k, v := range m {
+			if name, ok := v.(string); ok && strings.EqualFold(k, "kind") {
+				if err := checkKind(name, kind); err != nil {
+					return err
 				}
 			}
 		}
-		for _, path := range quantityPaths {
-			if err := checkAt(doc, path, nil); err != nil {
-				return err
-			}
+	}
+	for _, path := range patterns {
+		if err := checkAt(doc, path, nil); err != nil {
+			return err
 		}
-		return nil
-	case runtime.ContentTypeProtobuf:
-		return checkProtobuf(body, version)
 	}
 	return nil
 }
@@ -171,20 +201,21 @@ func mediaTypeOf(contentType string) string {
 	return contentType
 }
 
-// checkKind refuses a body that names another kind than KeyValueStore:
-// the decoders build whatever kind a body names, KeyValueStoreList
-// included, whose items hold stores the guard's paths do not reach. The
-// handler would refuse the kind, but only after decoding it.
-func checkKind(kind string) *field.Error {
-	if kind == "" || kind == "KeyValueStore" {
+// checkKind refuses a body that names another kind than want: the
+// decoders build whatever kind a body names (KeyValueStoreList included,
+// whose items hold stores the guard's paths do not reach), and the handler
+// refuses the kind only after decoding it. Answered as a body that does not
+// decode (400).
+func checkKind(kind, want string) *field.Error {
+	if kind == "" || kind == want {
 		return nil
 	}
-	return field.TypeInvalid(field.NewPath("kind"), kind, "must be KeyValueStore")
+	return field.TypeInvalid(field.NewPath("kind"), kind, "must be "+want)
 }
 
 // checkJSONKind checks every key of the document's root that names its
 // kind: the decoders read "kind" case-insensitively, the last one winning.
-func checkJSONKind(data []byte) *field.Error {
+func checkJSONKind(data []byte, want string) *field.Error {
 	if !json.Valid(data) {
 		return nil // refused by the decoder
 	}
@@ -203,7 +234,7 @@ func checkJSONKind(data []byte) *field.Error {
 		}
 		var kind string
 		if key, _ := keyTok.(string); strings.EqualFold(key, "kind") && json.Unmarshal(value, &kind) == nil {
-			if err := checkKind(kind); err != nil {
+			if err := checkKind(kind, want); err != nil {
 				return err
 			}
 		}
@@ -213,16 +244,16 @@ func checkJSONKind(data []byte) *field.Error {
 
 // checkJSONDocument checks a JSON object, or a merge patch of one: its
 // kind, and every quantity.
-func checkJSONDocument(data []byte) *field.Error {
-	if err := checkJSONKind(data); err != nil {
+func checkJSONDocument(data []byte, kind string, patterns [][]string) *field.Error {
+	if err := checkJSONKind(data, kind); err != nil {
 		return err
 	}
-	return checkJSONPaths(data)
+	return checkJSONPaths(data, patterns)
 }
 
-// checkJSONPaths checks every quantity path of a JSON document.
-func checkJSONPaths(data []byte) *field.Error {
-	for _, path := range quantityPaths {
+// checkJSONPaths checks every quantity at patterns of a JSON document.
+func checkJSONPaths(data []byte, patterns [][]string) *field.Error {
+	for _, path := range patterns {
 		if err := checkJSON(data, path, nil); err != nil {
 			return err
 		}
@@ -319,7 +350,7 @@ func checkAt(v any, pattern, keys []string) *field.Error {
 // a quantity, and refuses copy and move operations to there. Like the JSON
 // patch library, it reads each operation's members once (the last of a
 // repeated one); the values it writes are checked whole.
-func checkJSONPatch(body []byte) *field.Error {
+func checkJSONPatch(body []byte, kind string, patterns [][]string) *field.Error {
 	var ops []map[string]json.RawMessage
 	if err := json.Unmarshal(body, &ops); err != nil {
 		return nil
@@ -330,10 +361,10 @@ func checkJSONPatch(body []byte) *field.Error {
 			continue
 		}
 		tokens := pointerTokens(path)
-		if err := checkJSONPatchKind(name, tokens, op["value"]); err != nil {
+		if err := checkJSONPatchKind(name, tokens, op["value"], kind); err != nil {
 			return err
 		}
-		for _, pattern := range quantityPaths {
+		for _, pattern := range patterns {
 			if !above(tokens, pattern) {
 				continue
 			}
@@ -353,18 +384,18 @@ func checkJSONPatch(body []byte) *field.Error {
 
 // checkJSONPatchKind refuses an operation that makes the object another
 // kind: writing /kind (any case: the decoders read it so) other than
-// KeyValueStore, copying or moving a value there, or replacing the whole
+// want, copying or moving a value there, or replacing the whole
 // object with one of another kind.
-func checkJSONPatchKind(op string, tokens []string, value json.RawMessage) *field.Error {
+func checkJSONPatchKind(op string, tokens []string, value json.RawMessage, want string) *field.Error {
 	switch {
 	case len(tokens) == 0 && (op == "add" || op == "replace"):
-		return checkJSONKind(value)
+		return checkJSONKind(value, want)
 	case len(tokens) == 1 && strings.EqualFold(tokens[0], "kind"):
 		switch op {
 		case "add", "replace":
 			var kind string
 			if json.Unmarshal(value, &kind) == nil {
-				return checkKind(kind)
+				return checkKind(kind, want)
 			}
 		case "copy", "move":
 			return field.Forbidden(field.NewPath("kind"), "a JSON patch may not "+op+" a value to the object's kind")

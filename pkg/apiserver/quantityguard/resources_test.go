@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -96,7 +97,7 @@ func TestProtobufResources(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, protobuf.NewSerializer(scheme, scheme).Encode(kvs, &buf))
 	found := map[string]string{}
-	eachProtobufQuantity(buf.Bytes(), "v1beta1", func(q string, at *field.Path) *field.Error { found[at.String()] = q; return nil })
+	eachProtobufQuantity(buf.Bytes(), "v1beta1", "KeyValueStore", protobufPaths("v1beta1"), func(q string, at *field.Path) *field.Error { found[at.String()] = q; return nil })
 	assert.Equal(t, map[string]string{
 		"spec.storage.capacity":                  "1536Mi",
 		"spec.resources.requests[cpu]":           "1",
@@ -173,9 +174,48 @@ func TestCheckProtobufStrictly(t *testing.T) {
 		{"the value past the entry", withEntry(append(protobufField(1, []byte{2<<3 | 2, byte(len(quantity))}), quantity...))},
 		{"an overlong varint before the store", protobufBody(overlong, protobufSpec(hugeExponent))},
 		{"an overlong varint before the envelope's fields", append(append([]byte("k8s\x00"), overlong...), protobufBody(nil, protobufSpec(hugeExponent))[4:]...)},
+		// The generated decoders read a field number as an int32: 2+2^32
+		// was field 2, the spec, to them, and no field of the walk's.
+		{"the spec as field 2+2^32", func() []byte {
+			kvs := binary.AppendUvarint(nil, (2+1<<32)<<3|2)
+			spec := protobufSpec(hugeExponent)
+			kvs = append(binary.AppendUvarint(kvs, uint64(len(spec))), spec...)
+			typeMeta := protobufField(1, []byte("kvstore.io/v1alpha1"))
+			return append(append([]byte("k8s\x00"), protobufField(1, typeMeta)...), protobufField(2, kvs)...)
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.NotNil(t, Check(protobufType, tc.body))
 		})
 	}
+}
+
+// CBOR: under tag 21, 22 or 23 the generic decoding the guard reads
+// re-encodes byte strings (base64), while a Quantity parses their bytes:
+// such a body is refused, as is one that does not decode, with 400 (found
+// by review).
+func TestCheckCBORStrictly(t *testing.T) {
+	// {"spec": 21({"storage": {"size": h'<hugeExponent>'}})}
+	size := append([]byte{0x40 | byte(len(hugeExponent))}, hugeExponent...)
+	inner := append([]byte{0xa1, 0x67}, "storage"...)
+	inner = append(append(inner, 0xa1, 0x64), "size"...)
+	inner = append(inner, size...)
+	body := append(append([]byte{0xa1, 0x64}, "spec"...), append([]byte{0xd5}, inner...)...)
+	var doc any
+	require.NoError(t, direct.Unmarshal(body, &doc), "well-formed")
+	for _, b := range [][]byte{body, {0xa2, 0x61, 'a', 0x01, 0x61, 'a', 0x02}} { // the second: a repeated key
+		err := Check(cborType, b)
+		require.NotNil(t, err)
+		assert.Equal(t, field.ErrorTypeTypeInvalid, err.Type, "answered 400")
+	}
+	// What the real serializer writes (with its self-describing tag) passes.
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1beta1.AddToScheme(scheme))
+	var buf bytes.Buffer
+	require.NoError(t, cbor.NewSerializer(scheme, scheme).Encode(&v1beta1.KeyValueStore{
+		ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: v1beta1.KeyValueStoreSpec{Image: "redis:7.2", Storage: v1beta1.StorageSpec{Capacity: resource.MustParse("1Gi")},
+			Resources: &v1beta1.Resources{Requests: map[string]resource.Quantity{"cpu": resource.MustParse("1")}}},
+	}, &buf))
+	assert.Nil(t, Check(cborType, buf.Bytes()))
 }
