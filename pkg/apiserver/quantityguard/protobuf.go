@@ -55,10 +55,9 @@ type protoField struct {
 // reading (a map entry's fields of any wire type, an entry's value running
 // past the entry, a varint with bits beyond 64), and would parse a
 // quantity the walk did not reach. client-go never writes such a body.
-func unreadableProtobuf(version string) *field.Error {
-	path := sizePathIn(version)
-	return field.TypeInvalid(field.NewPath(path[0], path[1:]...), nil,
-		"a protobuf body that does not parse strictly is refused before its quantities are parsed")
+func unreadableProtobuf(at *field.Path) *field.Error {
+	return field.TypeInvalid(at, nil,
+		"a protobuf body that does not parse strictly is refused before it is decoded")
 }
 
 // checkProtobuf checks a protobuf body's kind and every quantity at
@@ -84,25 +83,26 @@ func eachProtobufQuantity(body []byte, version, kind string, paths []protobufPat
 	if !ok {
 		return nil
 	}
+	at := unreadableAt(version, paths != nil)
 	unknown, ok := parseProtobuf(raw)
 	if !ok {
-		return unreadableProtobuf(version)
+		return unreadableProtobuf(at)
 	}
 	for _, fld := range unknown {
 		if fld.num != 1 && fld.num != 2 {
 			continue
 		}
 		if fld.wireType != 2 {
-			return unreadableProtobuf(version)
+			return unreadableProtobuf(at)
 		}
 		if fld.num == 1 { // runtime.Unknown.typeMeta
-			if err := checkProtobufKind(fld.value, version, kind); err != nil {
+			if err := checkProtobufKind(fld.value, at, kind); err != nil {
 				return err
 			}
 			continue
 		}
 		for _, p := range paths { // runtime.Unknown.raw
-			if err := walkProtobuf(fld.value, p, nil, version, f); err != nil {
+			if err := walkProtobuf(fld.value, p, nil, at, f); err != nil {
 				return err
 			}
 		}
@@ -112,15 +112,15 @@ func eachProtobufQuantity(body []byte, version, kind string, paths []protobufPat
 
 // checkProtobufKind refuses a TypeMeta naming another kind than want
 // (its field 2).
-func checkProtobufKind(typeMeta []byte, version, want string) *field.Error {
+func checkProtobufKind(typeMeta []byte, at *field.Path, want string) *field.Error {
 	fields, ok := parseProtobuf(typeMeta)
 	if !ok {
-		return unreadableProtobuf(version)
+		return unreadableProtobuf(at)
 	}
 	for _, fld := range fields {
 		if fld.num == 2 {
 			if fld.wireType != 2 {
-				return unreadableProtobuf(version)
+				return unreadableProtobuf(at)
 			}
 			if err := checkKind(string(fld.value), want); err != nil {
 				return err
@@ -133,10 +133,10 @@ func checkProtobufKind(typeMeta []byte, version, want string) *field.Error {
 // walkProtobuf follows p from msg, which keys (matched along p) lead to,
 // and calls f with each quantity it reaches. Every message on the way is
 // read whole, strictly, and its fields on p must be length-delimited.
-func walkProtobuf(msg []byte, p protobufPath, keys []string, version string, f func(string, *field.Path) *field.Error) *field.Error {
+func walkProtobuf(msg []byte, p protobufPath, keys []string, at *field.Path, f func(string, *field.Path) *field.Error) *field.Error {
 	fields, ok := parseProtobuf(msg)
 	if !ok {
-		return unreadableProtobuf(version)
+		return unreadableProtobuf(at)
 	}
 	i := len(keys)
 	// each calls visit with the value of every field num, in order.
@@ -146,7 +146,7 @@ func walkProtobuf(msg []byte, p protobufPath, keys []string, version string, f f
 				continue
 			}
 			if fld.wireType != 2 {
-				return unreadableProtobuf(version)
+				return unreadableProtobuf(at)
 			}
 			if err := visit(fld.value); err != nil {
 				return err
@@ -165,10 +165,10 @@ func walkProtobuf(msg []byte, p protobufPath, keys []string, version string, f f
 			return err
 		}
 		next := append(slices.Clone(keys), string(key))
-		return each(2, func(v []byte) *field.Error { return walkProtobuf(v, p, next, version, f) })
+		return each(2, func(v []byte) *field.Error { return walkProtobuf(v, p, next, at, f) })
 	default:
 		next := append(slices.Clone(keys), p.names[i])
-		return each(p.numbers[i], func(v []byte) *field.Error { return walkProtobuf(v, p, next, version, f) })
+		return each(p.numbers[i], func(v []byte) *field.Error { return walkProtobuf(v, p, next, at, f) })
 	}
 }
 

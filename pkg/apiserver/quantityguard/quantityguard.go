@@ -72,6 +72,17 @@ func sizePathIn(version string) []string {
 	return sizePath
 }
 
+// unreadableAt is what a refusal of a body the guard cannot read names:
+// the size as version spells it for a store, the kind for a body only its
+// kind is checked of (a backup, a Scale).
+func unreadableAt(version string, quantities bool) *field.Path {
+	if !quantities {
+		return field.NewPath("kind")
+	}
+	path := sizePathIn(version)
+	return field.NewPath(path[0], path[1:]...)
+}
+
 // matches reports whether a key of a body is the pattern's.
 func matches(pattern, key string) bool {
 	return pattern == "*" || strings.EqualFold(key, pattern)
@@ -158,9 +169,8 @@ func check(contentType string, body []byte, version, kind string, patterns [][]s
 // 23 too, under which the generic decoding re-encodes byte strings
 // (base64) while a Quantity parses their bytes.
 func checkCBOR(body []byte, version, kind string, patterns [][]string) *field.Error {
-	unnamed := sizePathIn(version)
 	unreadable := func(why string) *field.Error {
-		return field.TypeInvalid(field.NewPath(unnamed[0], unnamed[1:]...), nil, "a CBOR body "+why+" is refused before its quantities are parsed")
+		return field.TypeInvalid(unreadableAt(version, patterns != nil), nil, "a CBOR body "+why+" is refused before it is decoded")
 	}
 	if tagged, ok := cborHasTag(body, 21, 22, 23); !ok {
 		return unreadable("that does not decode")

@@ -219,3 +219,15 @@ func TestCheckCBORStrictly(t *testing.T) {
 	}, &buf))
 	assert.Nil(t, Check(cborType, buf.Bytes()))
 }
+
+// A body of a backup or a Scale that cannot be read names its kind, not a
+// store's field it does not have (found by review).
+func TestUnreadableKindOnlyBodiesNameTheKind(t *testing.T) {
+	dup := []byte{0xa2, 0x64, 'k', 'i', 'n', 'd', 0x61, 'a', 0x64, 'k', 'i', 'n', 'd', 0x61, 'b'} // {"kind":"a","kind":"b"}
+	err := CheckKind(cborType, dup, "KeyValueStoreBackup")
+	require.NotNil(t, err)
+	assert.Equal(t, "kind", err.Field)
+	err = CheckKind(protobufType, append([]byte("k8s\x00"), 0xff), "Scale")
+	require.NotNil(t, err)
+	assert.Equal(t, "kind", err.Field)
+}
