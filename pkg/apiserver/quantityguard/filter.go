@@ -13,7 +13,8 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// Guarded is the resource whose request bodies the filter checks.
+// Guarded is the resource whose quantities the filter checks; every other
+// resource of its group gets its kind checked.
 var Guarded = schema.GroupResource{Group: "kvstore.io", Resource: "keyvaluestores"}
 
 // WithFilter checks the body of every create, update and patch in the
