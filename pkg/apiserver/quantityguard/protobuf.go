@@ -22,19 +22,11 @@ type protobufPath struct {
 // with the size named as version spells it.
 func protobufPaths(version string) []protobufPath {
 	paths := []protobufPath{{sizePathIn(version), []uint64{2, 4, 1}}}
-	for _, container := range []struct {
-		names   []string
-		numbers []uint64 // down to the container's resources
-	}{
-		{[]string{"spec"}, []uint64{2, 11}},
-		{[]string{"spec", "proxy"}, []uint64{2, 5, 3}},
-		{[]string{"spec", "backup"}, []uint64{2, 6, 7}},
-		{[]string{"spec", "bootstrap"}, []uint64{2, 9, 5}},
-	} {
-		for i, list := range []string{"requests", "limits"} {
+	for _, holder := range resourceHolders {
+		for i, list := range resourceLists {
 			paths = append(paths, protobufPath{
-				names:   append(slices.Clone(container.names), "resources", list, "*"),
-				numbers: append(slices.Clone(container.numbers), uint64(i+1), 2),
+				names:   append(slices.Clone(holder.names), list, "*"),
+				numbers: append(slices.Clone(holder.numbers), uint64(i+1), 2),
 			})
 		}
 	}

@@ -51,13 +51,30 @@ const (
 // and limits of each container.
 var quantityPaths = func() [][]string {
 	paths := [][]string{{"spec", "storage", "size"}, {"spec", "storage", "capacity"}}
-	for _, container := range [][]string{{"spec"}, {"spec", "proxy"}, {"spec", "backup"}, {"spec", "bootstrap"}} {
-		for _, list := range []string{"requests", "limits"} {
-			paths = append(paths, append(slices.Clone(container), "resources", list, "*"))
+	for _, holder := range resourceHolders {
+		for _, list := range resourceLists {
+			paths = append(paths, append(slices.Clone(holder.names), list, "*"))
 		}
 	}
 	return paths
 }()
+
+// resourceHolders are the containers' resources of a KeyValueStore: the
+// keys from its root, and the same path in protobuf field numbers
+// (generated.proto, alike in v1alpha1 and v1beta1).
+var resourceHolders = []struct {
+	names   []string
+	numbers []uint64
+}{
+	{[]string{"spec", "resources"}, []uint64{2, 11}},
+	{[]string{"spec", "proxy", "resources"}, []uint64{2, 5, 3}},
+	{[]string{"spec", "backup", "resources"}, []uint64{2, 6, 7}},
+	{[]string{"spec", "bootstrap", "resources"}, []uint64{2, 9, 5}},
+}
+
+// resourceLists are the maps of quantities in Resources, in the order of
+// their protobuf field numbers (1 and 2).
+var resourceLists = []string{"requests", "limits"}
 
 // sizePath is the first of quantityPaths, named in errors about a body that
 // cannot be read at all.
