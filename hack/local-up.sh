@@ -446,6 +446,10 @@ metadata:
 provisioner: kubernetes.io/host-path
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
+# Claims may be grown (a store's spec.storage); with no resizer for hostPath,
+# kube-controller-manager leaves the growth to an external one, which the
+# e2e tests play.
+allowVolumeExpansion: true
 EOT
 
   log "registering kvstore.io (artifacts/local overlay)"

@@ -225,8 +225,8 @@ func rewrite(ctx context.Context, client resourceClient, obj metav1.Object, res 
 	sent := obj.GetResourceVersion()
 	updated, err := client.update(ctx, obj)
 	if validation.IsStoredSizeRefusal(err) && client.rewriteStatus != nil {
-		// A size stored before the size guard: refused whole for ever, as
-		// storage is immutable, but /status carries no size. (The patch
+		// A size stored before the size guard: refused whole for ever (such
+		// a size cannot change), but /status carries no size. (The patch
 		// goes through JSON, unlike the rest of the run; only status could
 		// change by it, and status is the controller's.)
 		if updated, err = client.rewriteStatus(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

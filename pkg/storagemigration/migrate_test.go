@@ -142,7 +142,7 @@ func TestRunRefusesAnUnknownResourceFirst(t *testing.T) {
 }
 
 // A store whose size was stored before the size guard cannot be written
-// back whole (the guard refuses its size, and storage is immutable): it is
+// back whole (the guard refuses its size, and such a size cannot change): it is
 // rewritten through /status, which carries no size, with the same
 // resourceVersion precondition. It was counted as failed on every run
 // (found by review), and a rollback could not move it back.

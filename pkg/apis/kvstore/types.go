@@ -134,13 +134,15 @@ type Resources struct {
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpec struct {
 	// Size is the requested capacity of each replica's volume; it must be
-	// greater than zero.
+	// greater than zero. It may grow but not shrink: the controller then asks each data
+	// replica's claim for the new capacity, which needs a StorageClass with
+	// allowVolumeExpansion (see the StorageResized condition).
 	// +optional
 	Size resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName is the StorageClass of the volumes, a DNS-1123
 	// subdomain of at most 253 characters. When unset the cluster's default
-	// StorageClass is used.
+	// StorageClass is used. Immutable.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
@@ -317,6 +319,12 @@ const (
 	// Security level, an admission webhook); the message says why. Absent
 	// otherwise, as on a Deployment.
 	ConditionReplicaFailure = "ReplicaFailure"
+	// ConditionStorageResized reports the growth of spec.storage to the data
+	// replicas' claims: False while a claim holds less (the reason says
+	// whether it is Resizing, ResizeRefused or ResizeInfeasible), True
+	// (Resized) once every claim holds it. Absent while spec.storage is the
+	// size the store was created with.
+	ConditionStorageResized = "StorageResized"
 )
 
 const (
@@ -384,7 +392,8 @@ type KeyValueStoreStatus struct {
 
 	// Conditions are the latest observations of the store's state:
 	// Ready, Available, Progressing, Degraded, Bootstrapped,
-	// ScheduledBackupSucceeded and BackupSucceeded.
+	// ScheduledBackupSucceeded, BackupSucceeded, ReplicaFailure and
+	// StorageResized.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -122,7 +122,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 				return appsv1ac.ExtractStatefulSet(o, FieldManager)
 			},
 			normalize: samePinnedImage,
-			adapt:     keepClaimTemplateUID,
+			adapt:     keepClaimTemplate,
 			apply: func(ctx context.Context, ns string, ac *appsv1ac.StatefulSetApplyConfiguration) (*appsv1.StatefulSet, error) {
 				return kube.AppsV1().StatefulSets(ns).Apply(ctx, ac, applyOptions)
 			},
@@ -283,13 +283,61 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		changed func(old, new any) bool
 	}{
 		{kubeInformers.Core().V1().Pods().Informer(), c.enqueueOwnerOfPod, podChanged},
-		{kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), c.enqueueOwnerIfTearingDown, specOrMetadataChanged},
 	} {
 		if err := c.watchOwned(w.inf, w.enqueue, withUpdateFilter(w.changed)); err != nil {
 			return nil, err
 		}
 	}
+	// A claim counts in a teardown as above, and while it grows (or should):
+	// its binding, request and capacity are what resizeClaims reads, and the
+	// update that completes a growth is judged on the claim before it.
+	if err := c.watchOwned(kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), c.enqueueOwnerOfClaim,
+		func(h *cache.ResourceEventHandlerFuncs) {
+			h.UpdateFunc = func(old, new any) {
+				switch {
+				case c.claimGrowing(old) || c.claimGrowing(new):
+					c.enqueueOwner(new)
+				case specOrMetadataChanged(old, new):
+					c.enqueueOwnerIfTearingDown(new)
+				}
+			}
+		}); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// enqueueOwnerOfClaim enqueues the owning store of a claim that grows (or
+// should), and otherwise only while the store is being deleted.
+func (c *Controller) enqueueOwnerOfClaim(obj any) {
+	if c.claimGrowing(obj) {
+		c.enqueueOwner(obj)
+		return
+	}
+	c.enqueueOwnerIfTearingDown(obj)
+}
+
+// claimGrowing says obj is a claim of a store whose spec.storage it asks
+// for less than, or a bound claim that holds less than it asks for: a
+// growth resizeClaims has to ask for or report. A store never grown has
+// neither (its claims ask for what the template gives, and bind with it).
+func (c *Controller) claimGrowing(obj any) bool {
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return false
+	}
+	ns, name := owner(pvc)
+	if name == "" {
+		return false
+	}
+	kvs, err := c.stores.KeyValueStores(ns).Get(name)
+	if err != nil || kvs.DeletionTimestamp != nil {
+		return false
+	}
+	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
+	return kvs.Spec.Storage.VolumeSize.Cmp(requested) > 0 ||
+		(pvc.Status.Phase == corev1.ClaimBound && requested.Cmp(capacity) > 0)
 }
 
 type watchOption func(*cache.ResourceEventHandlerFuncs)

@@ -125,17 +125,24 @@ func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Serv
 			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
 }
 
-// keepClaimTemplateUID makes desired's claim template carry LabelStoreUID
-// exactly as the existing StatefulSet's does: volumeClaimTemplates is
-// immutable, so one created before the label (or adopted by its labels from
-// an earlier store) keeps its own, and an apply of another is refused.
-func keepClaimTemplateUID(cur *appsv1.StatefulSet, desired *appsv1ac.StatefulSetApplyConfiguration) {
+// keepClaimTemplate makes desired's claim template carry LabelStoreUID and
+// ask for storage exactly as the existing StatefulSet's does:
+// volumeClaimTemplates is immutable, so one created before the label (or
+// adopted by its labels from an earlier store) keeps its own, one created
+// before the store grew keeps its size (resizeClaims grows the claims), and
+// an apply of another is refused.
+func keepClaimTemplate(cur *appsv1.StatefulSet, desired *appsv1ac.StatefulSetApplyConfiguration) {
 	uid, labelled := claimTemplateUID(cur)
+	size, sized := claimTemplateSize(cur)
 	for i := range desired.Spec.VolumeClaimTemplates {
+		t := &desired.Spec.VolumeClaimTemplates[i]
 		if labelled {
-			desired.Spec.VolumeClaimTemplates[i].Labels[LabelStoreUID] = uid
+			t.Labels[LabelStoreUID] = uid
 		} else {
-			delete(desired.Spec.VolumeClaimTemplates[i].Labels, LabelStoreUID)
+			delete(t.Labels, LabelStoreUID)
+		}
+		if sized {
+			(*t.Spec.Resources.Requests)[corev1.ResourceStorage] = size
 		}
 	}
 }

@@ -68,13 +68,21 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	// Paused: nothing starts, and the bootstrap is judged on what was recorded.
 	boot := recordedBootstrap(kvs)
 	var paused *pausedView
-	var rolloutErr error
+	var rolloutErr, resizeErr error
+	// The claims' growth is reported as last recorded unless it was looked at.
+	resize, resized := storageResize{}, false
 	if kvs.Spec.Paused {
 		paused = c.viewPaused(kvs, sts, proxy)
 	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
 		if applyErr == nil {
 			rolloutErr = c.replaceStuckPod(ctx, kvs, sts)
+		}
+		// Also while a scale-up is held or another object refused: the
+		// replicas that run keep their claims growing.
+		if sts != nil && ours(sts, kvs) {
+			resize, resizeErr = c.resizeClaims(ctx, kvs, sts)
+			resized = resizeErr == nil
 		}
 	}
 	if apierrors.HasStatusCause(applyErr, corev1.NamespaceTerminatingCause) {
@@ -91,6 +99,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
 	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
 	failure := c.replicaFailure(kvs, sts, proxy)
+	storageResized := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized).DeepCopy()
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		if k.Generation != applied {
 			// The spec changed since the apply (a conflict brought the new
@@ -99,6 +108,9 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		}
 		st := observe(k, sts, proxy, applyErr, boot, paused)
 		setReplicaFailure(&st, failure, k.Generation)
+		if resized {
+			setStorageResized(&st, resize, k.Generation)
+		}
 		observeBackups(&st, k, backups, plan)
 		return st
 	})
@@ -113,6 +125,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 			c.recorder.Event(kvs, corev1.EventTypeWarning, now.Reason, now.Message)
 		}
 		c.recordPhaseChange(kvs, before)
+		c.recordResizeEvent(kvs, storageResized)
 	}
 	var res result
 	var scheduleErr error
@@ -122,13 +135,18 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		res, scheduleErr = c.runSchedule(ctx, kvs, plan)
 	}
 	res = res.sooner(result{requeueAfter: boot.requeueAfter})
+	if resize.reason == ReasonResizeRefused {
+		// Nothing of ours changes when the StorageClass or quota that
+		// refused is fixed: try again now and then.
+		res = res.sooner(result{requeueAfter: waitFallback})
+	}
 	if inTheWay != nil && statusErr == nil {
 		// Nothing of ours changes when the user removes the object in the
 		// way (it is not labelled ours): look again now and then, without
 		// the error backoff.
 		return res.sooner(result{requeueAfter: waitFallback}), scheduleErr
 	}
-	return res, errors.Join(applyErr, rolloutErr, statusErr, scheduleErr)
+	return res, errors.Join(applyErr, rolloutErr, resizeErr, statusErr, scheduleErr)
 }
 
 // apply writes the desired owned objects with server-side apply: only the

@@ -783,7 +783,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
+							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded, BackupSucceeded, ReplicaFailure and StorageResized.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -948,13 +948,13 @@ func schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref common.ReferenceCallback) 
 				Properties: map[string]spec.Schema{
 					"size": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Size is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero.",
+							Description: "Size is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It may grow but not shrink: the controller then asks each data replica's claim for the new capacity, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition).",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
 					"storageClassName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used.",
+							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used. Immutable.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1599,7 +1599,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref common.ReferenceCal
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded and BackupSucceeded.",
+							Description: "Conditions are the latest observations of the store's state: Ready, Available, Progressing, Degraded, Bootstrapped, ScheduledBackupSucceeded, BackupSucceeded, ReplicaFailure and StorageResized.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1764,13 +1764,13 @@ func schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"capacity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Capacity is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It is v1alpha1's spec.storage.size under a name that the Go field can carry too.",
+							Description: "Capacity is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It may grow but not shrink: the controller then asks each data replica's claim for the new capacity, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition). It is v1alpha1's spec.storage.size under a name that the Go field can carry too.",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
 					"storageClassName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used.",
+							Description: "StorageClassName is the StorageClass of the volumes, a DNS-1123 subdomain of at most 253 characters. When unset the cluster's default StorageClass is used. Immutable.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

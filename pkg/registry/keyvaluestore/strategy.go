@@ -174,7 +174,8 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 	if newKVS.Generation == oldKVS.Generation {
 		return nil
 	}
-	return append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	warnings := append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	return append(warnings, growthWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 }
 
 // removalWarnings say what taking a store's Pod security context or its
@@ -191,6 +192,16 @@ func removalWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 			"the data replicas' new Pods are refused, and their rollout stops with one replica down")
 	}
 	return warnings
+}
+
+// growthWarnings say that growing the storage cannot be undone: the claims
+// grow in place and never shrink (validation refuses a smaller size after).
+func growthWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	if validation.SizesEqual(spec.Storage.Size, old.Storage.Size) {
+		return nil
+	}
+	return []string{fmt.Sprintf("spec.storage: every data replica's claim is asked for %s, which cannot be undone (a claim does not shrink); "+
+		"its StorageClass must allow volume expansion, see the store's StorageResized condition", spec.Storage.Size.String())}
 }
 
 func specWarnings(spec *kvstore.KeyValueStoreSpec) []string {

@@ -373,7 +373,7 @@ func TestStrategyValidate(t *testing.T) {
 
 	oldObj := storedKVS()
 	newObj := oldObj.DeepCopy()
-	newObj.Spec.Storage.Size = resource.MustParse("2Gi")
+	newObj.Spec.Storage.Size = resource.MustParse("512Mi")
 	errs = s.ValidateUpdate(ctx, newObj, oldObj)
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.storage.size", errs[0].Field)
@@ -509,6 +509,23 @@ func TestWarningsOnRemovingWhatANamespaceMayRequire(t *testing.T) {
 	assert.True(t, strings.HasPrefix(warnings[1], "spec.resources: removed;"), warnings[1])
 }
 
+// Growing the storage warns that it cannot be undone and what it needs.
+func TestWarningOnGrowingTheStorage(t *testing.T) {
+	s := testStrategy()
+	ctx := context.Background()
+	oldObj := storedKVS()
+	newObj := oldObj.DeepCopy()
+	newObj.Spec.Storage.Size = resource.MustParse("1024Mi")
+	s.PrepareForUpdate(ctx, newObj, oldObj)
+	assert.Empty(t, s.WarningsOnUpdate(ctx, newObj, oldObj), "the same size in another unit")
+
+	newObj = oldObj.DeepCopy()
+	newObj.Spec.Storage.Size = resource.MustParse("2Gi")
+	s.PrepareForUpdate(ctx, newObj, oldObj)
+	assert.Equal(t, []string{"spec.storage: every data replica's claim is asked for 2Gi, which cannot be undone (a claim does not shrink); " +
+		"its StorageClass must allow volume expansion, see the store's StorageResized condition"}, s.WarningsOnUpdate(ctx, newObj, oldObj))
+}
+
 func TestFloatingTag(t *testing.T) {
 	for image, want := range map[string]bool{
 		"redis":                          true,
@@ -580,10 +597,10 @@ func TestBeforeUpdate(t *testing.T) {
 		assert.Equal(t, int64(3), newObj.Generation)
 	})
 
-	t.Run("storage change is rejected", func(t *testing.T) {
+	t.Run("storage shrink is rejected", func(t *testing.T) {
 		oldObj := storedKVS()
 		newObj := oldObj.DeepCopy()
-		newObj.Spec.Storage.Size = resource.MustParse("10Gi")
+		newObj.Spec.Storage.Size = resource.MustParse("10Mi")
 		err := rest.BeforeUpdate(s, restCtx(), newObj, oldObj)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "spec.storage")

@@ -128,18 +128,31 @@ func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.Er
 	allErrs = append(allErrs, validateNoConversionAnnotation(newObj.Annotations, oldObj.Annotations, field.NewPath("metadata", "annotations"))...)
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSpec(&newObj.Spec, &oldObj.Spec, specPath)...)
-	// A StatefulSet's volumeClaimTemplates cannot change, so neither can
-	// storage. Each field is named with its value as the client wrote it (a
-	// v1beta1 request then reads spec.storage.capacity, see the registry).
+	// Each field is named with its value as the client wrote it (a v1beta1
+	// request then reads spec.storage.capacity, see the registry).
 	storagePath := specPath.Child("storage")
 	newStorage, oldStorage := newObj.Spec.Storage, oldObj.Spec.Storage
-	if !SizesEqual(newStorage.Size, oldStorage.Size) {
-		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), newStorage.Size.String(), apimachineryvalidation.FieldImmutableErrorMsg))
-	}
+	allErrs = append(allErrs, validateSizeUpdate(newStorage.Size, oldStorage.Size, storagePath.Child("size"))...)
 	if !apiequality.Semantic.DeepEqual(newStorage.StorageClassName, oldStorage.StorageClassName) {
 		allErrs = append(allErrs, field.Invalid(storagePath.Child("storageClassName"), newStorage.StorageClassName, apimachineryvalidation.FieldImmutableErrorMsg))
 	}
 	return allErrs
+}
+
+// validateSizeUpdate lets the storage size grow, never shrink: the
+// controller grows the store's claims to it, and a claim cannot shrink. A
+// size that cannot be compared cheaply (stored before MaxStorageSize
+// existed) cannot change at all.
+func validateSizeUpdate(size, old resource.Quantity, fldPath *field.Path) field.ErrorList {
+	switch {
+	case SizesEqual(size, old):
+		return nil
+	case !cheapToCompare(old):
+		return field.ErrorList{field.Invalid(fldPath, size.String(), fmt.Sprintf("may not change: the stored size %s is not a comparable quantity", old.String()))}
+	case cheapToCompare(size) && size.Cmp(old) < 0:
+		return field.ErrorList{field.Invalid(fldPath, size.String(), fmt.Sprintf("may not be less than the stored %s: a claim can grow but not shrink", old.String()))}
+	}
+	return nil // a size that grows; validateSpec bounds it
 }
 
 // SizesEqual compares two quantities by value when both are within
@@ -226,9 +239,8 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	case size.Sign() <= 0:
 		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), size.String(), "must be greater than zero"))
 	case (oldSpec == nil || !SizesEqual(size, oldSpec.Storage.Size)) && (!cheapToCompare(size) || size.Cmp(MaxStorageSize) > 0):
-		// Checked only when the size changes (storage is immutable, so
-		// only on create): a store created before the limit existed can
-		// still be updated and released by its teardown.
+		// Checked only when the size changes: a store created before the
+		// limit existed can still be updated and released by its teardown.
 		allErrs = append(allErrs, field.Invalid(storagePath.Child("size"), size.String(),
 			fmt.Sprintf("must be at most %d bytes (just under 8Ei)", int64(math.MaxInt64))))
 	}

@@ -699,8 +699,21 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1024Mi") },
 		},
 		{
-			name:   "storage size change",
+			name:   "storage size grows",
 			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("2Gi") },
+		},
+		{
+			name:   "storage size grows by a byte",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1073741825") },
+		},
+		{
+			name:   "storage size shrinks",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1023Mi") },
+			want:   expect(invalid("spec.storage.size")),
+		},
+		{
+			name:   "storage size grows past the limit",
+			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Storage.Size = resource.MustParse("1e19") },
 			want:   expect(invalid("spec.storage.size")),
 		},
 		{
@@ -744,14 +757,23 @@ func TestValidateKeyValueStoreUpdate(t *testing.T) {
 		})
 	}
 
-	t.Run("immutable message", func(t *testing.T) {
+	t.Run("shrink message", func(t *testing.T) {
 		newObj, oldObj := updatable()
-		newObj.Spec.Storage.Size = resource.MustParse("5Gi")
+		newObj.Spec.Storage.Size = resource.MustParse("500Mi")
 		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
 		require.Len(t, errs, 1)
 		assert.Equal(t, "spec.storage.size", errs[0].Field)
-		assert.Equal(t, "5Gi", errs[0].BadValue, "the size as the client wrote it, not the internal object")
-		assert.Contains(t, errs[0].Detail, "immutable")
+		assert.Equal(t, "500Mi", errs[0].BadValue, "the size as the client wrote it, not the internal object")
+		assert.Equal(t, "may not be less than the stored 1Gi: a claim can grow but not shrink", errs[0].Detail)
+	})
+
+	t.Run("a stored size beyond comparison cannot change", func(t *testing.T) {
+		newObj, oldObj := updatable()
+		oldObj.Spec.Storage.Size = resource.MustParse("10e1215752190")
+		newObj.Spec.Storage.Size = resource.MustParse("2Gi")
+		errs := ValidateKeyValueStoreUpdate(newObj, oldObj)
+		assert.Equal(t, expect(invalid("spec.storage.size")), summarize(errs), "errors: %v", errs)
+		assert.Contains(t, errs[0].Detail, "not a comparable quantity")
 	})
 
 	for _, f := range []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents} {

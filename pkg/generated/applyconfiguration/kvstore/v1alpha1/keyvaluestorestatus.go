@@ -55,7 +55,8 @@ type KeyValueStoreStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// Conditions are the latest observations of the store's state:
 	// Ready, Available, Progressing, Degraded, Bootstrapped,
-	// ScheduledBackupSucceeded and BackupSucceeded.
+	// ScheduledBackupSucceeded, BackupSucceeded, ReplicaFailure and
+	// StorageResized.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

@@ -28,7 +28,9 @@ import (
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpecApplyConfiguration struct {
 	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
-	// greater than zero.
+	// greater than zero. It may grow but not shrink: the controller then asks each data
+	// replica's claim for the new capacity, which needs a StorageClass with
+	// allowVolumeExpansion (see the StorageResized condition).
 	// ---
 	// The Go field is VolumeSize, not Size: the generated protobuf code gives
 	// every message type a Size() method, which a field named Size would clash
@@ -36,7 +38,7 @@ type StorageSpecApplyConfiguration struct {
 	VolumeSize *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName is the StorageClass of the volumes, a DNS-1123
 	// subdomain of at most 253 characters. When unset the cluster's default
-	// StorageClass is used.
+	// StorageClass is used. Immutable.
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
