@@ -61,6 +61,64 @@ func TestStoresRunInARestrictedNamespace(t *testing.T) {
 func TestStoresRunUnderAComputeQuota(t *testing.T) {
 	ctx := context.Background()
 	kube, _ := clients(t)
+	ns := computeQuotaNamespace(t)
+	small := &v1alpha1.Resources{
+		Requests: map[string]resource.Quantity{"cpu": resource.MustParse("100m")},
+		Limits:   map[string]resource.Quantity{"memory": resource.MustParse("128Mi")},
+	}
+	sized := storeOfEveryPod("sized")
+	sized.Spec.Resources = guaranteed
+	sized.Spec.Proxy.Resources, sized.Spec.Backup.Resources, sized.Spec.Bootstrap.Resources = small, small, small
+	requireRefusedAndRun(t, ns, sized, "must specify", func() {
+		pod, err := kube.CoreV1().Pods(ns).Get(ctx, "sized-0", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
+	})
+}
+
+// A backup whose Job's Pod the namespace refuses says why, on the backup
+// and on its store, instead of "runs" until its deadline fails it.
+func TestABackupRefusedByTheNamespaceSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	_, kvs := clients(t)
+	ns := computeQuotaNamespace(t)
+	obj := store("sized", 1)
+	obj.Spec.Resources = guaranteed
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK} // no resources: refused
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "sized", "Ready", isReady)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "sized"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, "now", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if b.Status.Phase != v1alpha1.BackupPhaseRunning || !strings.Contains(b.Status.Message, "cannot create its Pod") || !strings.Contains(b.Status.Message, "must specify") {
+			return fmt.Errorf("backup is %s: %q", b.Status.Phase, b.Status.Message)
+		}
+		return nil
+	}))
+	waitStore(t, kvs, ns, "sized", "ReplicaFailure naming the backup Job", func(k *v1alpha1.KeyValueStore) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure)
+		return c != nil && strings.HasPrefix(c.Message, "Job now-1: ") && strings.Contains(c.Message, "must specify")
+	})
+	assert.Contains(t, mustKubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=now,reason=FailedCreate", "-o", "name"), "event")
+}
+
+// guaranteed gives a container requests equal to its limits.
+var guaranteed = &v1alpha1.Resources{
+	Requests: map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
+	Limits:   map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
+}
+
+// computeQuotaNamespace is a namespace of t's own whose ResourceQuota
+// limits cpu and memory: every Pod must give them.
+func computeQuotaNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	kube, _ := clients(t)
 	ns := namespace(t)
 	_, err := kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
@@ -81,22 +139,7 @@ func TestStoresRunUnderAComputeQuota(t *testing.T) {
 		}
 		return nil
 	}))
-	guaranteed := &v1alpha1.Resources{
-		Requests: map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
-		Limits:   map[string]resource.Quantity{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("512Mi")},
-	}
-	small := &v1alpha1.Resources{
-		Requests: map[string]resource.Quantity{"cpu": resource.MustParse("100m")},
-		Limits:   map[string]resource.Quantity{"memory": resource.MustParse("128Mi")},
-	}
-	sized := storeOfEveryPod("sized")
-	sized.Spec.Resources = guaranteed
-	sized.Spec.Proxy.Resources, sized.Spec.Backup.Resources, sized.Spec.Bootstrap.Resources = small, small, small
-	requireRefusedAndRun(t, ns, sized, "must specify", func() {
-		pod, err := kube.CoreV1().Pods(ns).Get(ctx, "sized-0", metav1.GetOptions{})
-		require.NoError(t, err)
-		assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
-	})
+	return ns
 }
 
 // storeOfEveryPod is a store with a proxy, a bootstrap and backups.

@@ -221,7 +221,26 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	case jobCondition(job, batchv1.JobFailed):
 		return c.afterFailedAttempt(ctx, kvs, b, attempt, jobFailedAt(job), jobFailureReason(job)+", Job "+job.Name)
 	}
-	return result{}, nil // running: the Job's events bring us back
+	// Running, or refused its Pod: the Job's events (and its FailedCreate
+	// events) bring us back.
+	return result{}, c.reportJobRefusal(ctx, kvs, b, job, attempt)
+}
+
+// reportJobRefusal says in the running backup's message whether its Job
+// cannot create its Pod (a quota, a Pod Security level refuses it), with a
+// Warning event when that is first recorded; without it the backup would
+// read "runs" until its deadline failed it.
+func (c *Controller) reportJobRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job, attempt int) error {
+	msg, eventType := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), ""
+	if kvs != nil {
+		if why := c.jobFailure(kvs, job, ComponentBackup); why != "" {
+			msg, eventType = fmt.Sprintf("attempt %d: Job %s cannot create its Pod: %s", attempt, job.Name, truncate(why, maxFailureMessage)), corev1.EventTypeWarning
+		}
+	}
+	if b.Status.Phase != v1alpha1.BackupPhaseRunning {
+		return nil // recorded as started only by startBackupAttempt
+	}
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) { st.Message = msg }, eventType, ReasonFailedCreate)
 }
 
 // otherBackupJobRunning is a backup Job of the store, not b's, that has not

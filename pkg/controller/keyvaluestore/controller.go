@@ -56,8 +56,8 @@ type Controller struct {
 	pods, claims, jobs cache.Indexer
 	// namespaces is unfiltered (namespaces carry no label of ours).
 	namespaces corelisters.NamespaceLister
-	// failedCreates holds the FailedCreate events of StatefulSets only
-	// (FailedCreateEvents).
+	// failedCreates holds only FailedCreate events (FailedCreateEvents), of
+	// every kind.
 	failedCreates corelisters.EventLister
 	synced        []cache.InformerSynced
 
@@ -179,7 +179,8 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	// Read by every teardown reconcile that waits for Pods; no handler: a
 	// namespace's deletion reaches the stores through their Pods' events.
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
-	// A StatefulSet that cannot create a Pod wakes the store of its name.
+	// A StatefulSet that cannot create a Pod wakes the store of its name, a
+	// Job of ours its store.
 	if _, err := failedCreates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueStoreOfEvent,
 		UpdateFunc: func(_, obj any) { c.enqueueStoreOfEvent(obj) },

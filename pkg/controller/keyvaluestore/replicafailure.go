@@ -1,17 +1,20 @@
 package keyvaluestore
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -19,10 +22,10 @@ import (
 // ReasonFailedCreate: a workload of the store cannot create its Pods.
 const ReasonFailedCreate = "FailedCreate"
 
-// FailedCreateEvents selects the events of a StatefulSet that cannot
-// create a Pod: the only events the controller caches. A StatefulSet has
+// FailedCreateEvents selects the events of a workload that cannot create a
+// Pod: the only events the controller caches. A StatefulSet and a Job have
 // no status condition for it (a Deployment has ReplicaFailure).
-var FailedCreateEvents = fields.Set{"reason": "FailedCreate", "involvedObject.kind": "StatefulSet"}.AsSelector().String()
+var FailedCreateEvents = fields.Set{"reason": "FailedCreate"}.AsSelector().String()
 
 // maxFailureMessage bounds what of a refusal the condition repeats.
 const maxFailureMessage = 1024
@@ -39,26 +42,55 @@ func (c *Controller) replicaFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 			why = append(why, "Deployment "+proxy.Name+": "+cond.Message)
 		}
 	}
+	for _, component := range []string{ComponentBootstrap, ComponentBackup} {
+		jobs, err := componentObjects[*batchv1.Job](c.jobs, kvs, component)
+		if err != nil {
+			continue
+		}
+		slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return strings.Compare(a.Name, b.Name) })
+		for _, j := range jobs {
+			if msg := c.jobFailure(kvs, j, component); msg != "" {
+				why = append(why, "Job "+j.Name+": "+msg)
+			}
+		}
+	}
 	return truncate(strings.Join(why, "; "), maxFailureMessage)
 }
 
-// statefulSetFailure is the message of the newest FailedCreate event of
-// sts while it lacks Pods, has created none since that event and was not
-// changed by the controller since: a Pod created later means the refusal
-// is over, and a scale-up or new template after it is a new attempt (an
-// old refusal, kept an hour as events are, would otherwise come back with
-// the next Pod missing).
+// statefulSetFailure is the refusal of sts's Pods (see refusal) while it
+// lacks Pods and was not changed by the controller since: a scale-up or new
+// template after the refusal is a new attempt (an old refusal, kept an hour
+// as events are, would otherwise come back with the next Pod missing).
 func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) string {
 	if sts == nil || sts.Spec.Replicas == nil || sts.Status.Replicas >= *sts.Spec.Replicas {
 		return ""
 	}
-	events, err := c.failedCreates.Events(sts.Namespace).List(labels.Everything())
+	return c.refusal(kvs, sts, ComponentData, appliedAt(sts))
+}
+
+// jobFailure is the refusal of job's Pod (see refusal) while the Job has
+// not finished, is not suspended, and runs no Pod. A Job's template does
+// not change, so a refusal stands until a Pod is created.
+func (c *Controller) jobFailure(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) string {
+	if jobCondition(job, batchv1.JobComplete) || jobCondition(job, batchv1.JobFailed) ||
+		ptr.Deref(job.Spec.Suspend, false) || job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
+		return ""
+	}
+	return c.refusal(kvs, job, component, time.Time{})
+}
+
+// refusal is the message of the newest FailedCreate event of owner, a
+// workload of the store whose Pods are of component, unless a Pod of it
+// was created after that event (the refusal is over) or the controller
+// changed it after (changedAt; zero if it does not count); "" if none.
+func (c *Controller) refusal(kvs *v1alpha1.KeyValueStore, owner metav1.Object, component string, changedAt time.Time) string {
+	events, err := c.failedCreates.Events(owner.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return ""
 	}
 	var newest *corev1.Event
 	for _, e := range events {
-		if e.InvolvedObject.UID == sts.UID && (newest == nil || lastSeen(e).After(lastSeen(newest))) {
+		if e.InvolvedObject.UID == owner.GetUID() && (newest == nil || lastSeen(e).After(lastSeen(newest))) {
 			newest = e
 		}
 	}
@@ -66,15 +98,15 @@ func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1
 		return ""
 	}
 	seen := lastSeen(newest)
-	if appliedAt(sts).After(seen) {
-		return "" // the StatefulSet changed since: the refusal was of what it ran before
+	if changedAt.After(seen) {
+		return "" // changed since: the refusal was of what it ran before
 	}
-	pods, err := c.componentPods(kvs, ComponentData)
+	pods, err := c.componentPods(kvs, component)
 	if err != nil {
 		return ""
 	}
 	for _, p := range pods {
-		if metav1.IsControlledBy(p, sts) && p.CreationTimestamp.After(seen) {
+		if metav1.IsControlledBy(p, owner) && p.CreationTimestamp.After(seen) {
 			return ""
 		}
 	}
@@ -127,13 +159,23 @@ func truncate(s string, n int) string {
 }
 
 // enqueueStoreOfEvent queues the store named like the event's StatefulSet
-// (a store's StatefulSet has its name); an event of another StatefulSet
-// queues a key whose sync finds no store.
+// (a store's StatefulSet has its name; an event of another StatefulSet
+// queues a key whose sync finds no store), or the store of the event's Job
+// if the cache holds it (one of ours).
 func (c *Controller) enqueueStoreOfEvent(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if e, ok := obj.(*corev1.Event); ok && e.InvolvedObject.Kind == "StatefulSet" {
+	e, ok := obj.(*corev1.Event)
+	if !ok {
+		return
+	}
+	switch e.InvolvedObject.Kind {
+	case "StatefulSet":
 		c.queue.Add(e.Namespace + "/" + e.InvolvedObject.Name)
+	case "Job":
+		if job, exists, err := c.jobs.GetByKey(e.Namespace + "/" + e.InvolvedObject.Name); err == nil && exists {
+			c.enqueueOwner(job)
+		}
 	}
 }

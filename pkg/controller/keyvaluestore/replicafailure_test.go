@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,12 +19,16 @@ import (
 
 const refusal = `create Pod s-0 in StatefulSet s failed error: pods "s-0" is forbidden: violates PodSecurity "restricted:latest"`
 
-// failedCreate is the event the StatefulSet controller sends when it
-// cannot create a Pod of sts, last at at.
-func failedCreate(sts *appsv1.StatefulSet, at time.Time) *corev1.Event {
+// failedCreate is the event a workload controller sends when it cannot
+// create a Pod of obj (a StatefulSet or a Job), last at at.
+func failedCreate(obj metav1.Object, at time.Time) *corev1.Event {
+	kind := "StatefulSet"
+	if _, ok := obj.(*batchv1.Job); ok {
+		kind = "Job"
+	}
 	return &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: sts.Name + ".1", Namespace: sts.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", Namespace: sts.Namespace, Name: sts.Name, UID: sts.UID},
+		ObjectMeta:     metav1.ObjectMeta{Name: obj.GetName() + ".1", Namespace: obj.GetNamespace()},
+		InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()},
 		Reason:         "FailedCreate", Type: corev1.EventTypeWarning, Message: refusal,
 		LastTimestamp: metav1.NewTime(at),
 	}
@@ -151,6 +156,92 @@ func TestReplicaFailuresWakeTheStore(t *testing.T) {
 	failing.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: "x"}}
 	assert.True(t, deploymentChanged(d, failing))
 	assert.False(t, deploymentChanged(failing, failing.DeepCopy()))
+}
+
+// A backup Job that cannot create its Pod (a quota, a Pod Security level
+// refuses it) is told on the backup, with one Warning event, and on the
+// store's ReplicaFailure, until a Pod of it is created. Before, the backup
+// read "runs" until its deadline failed it.
+func TestABackupSaysWhyItsPodIsRefused(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	f.events()
+	job := f.job(backupJobName(f.backup("b"), 1))
+	f.cache(failedCreate(job, testNow))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, b.Status.Phase)
+	assert.Equal(t, "attempt 1: Job b-1 cannot create its Pod: "+refusal, b.Status.Message)
+	assert.Equal(t, []string{"Warning FailedCreate attempt 1: Job b-1 cannot create its Pod: " + refusal}, f.events())
+	cond := f.replicaFailure(kvs)
+	require.NotNil(t, cond)
+	assert.Equal(t, "Job b-1: "+refusal, cond.Message)
+
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Empty(t, own, "told once")
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b-1-x", Namespace: "ns", Labels: labelsFor(kvs, ComponentBackup),
+		CreationTimestamp: metav1.NewTime(testNow.Add(time.Minute)),
+		OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}}}
+	f.addPod(pod)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, "attempt 1: Job b-1 runs", f.backup("b").Status.Message, "a Pod created since: the refusal is over")
+	assert.Nil(t, f.replicaFailure(kvs))
+}
+
+// job is the Job name on the fake server.
+func (f *fixture) job(name string) *batchv1.Job {
+	f.t.Helper()
+	j, err := f.kube.BatchV1().Jobs("ns").Get(f.t.Context(), name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return j
+}
+
+// A Job's refusal counts only while the Job may still start a Pod.
+func TestAJobRefusalIsCurrent(t *testing.T) {
+	for name, change := range map[string]func(*batchv1.Job){
+		"finished": func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		},
+		"suspended":  func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) },
+		"a Pod runs": func(j *batchv1.Job) { j.Status.Active = 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(withBackup)
+			f := newFixture(t, kvs)
+			job := newJob("b-1", nil)
+			job.UID = "job-uid"
+			job.Labels = labelsFor(kvs, ComponentBackup)
+			f.cache(job)
+			f.cache(failedCreate(job, testNow))
+			require.NotEmpty(t, f.c.jobFailure(kvs, job, ComponentBackup))
+			change(job)
+			assert.Empty(t, f.c.jobFailure(kvs, job, ComponentBackup))
+		})
+	}
+}
+
+// A Job's FailedCreate event wakes the store of the Job, if the Job is ours.
+func TestAJobRefusalWakesItsStore(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs)
+	job := newJob("b-1", nil)
+	job.Labels = labelsFor(kvs, ComponentBackup)
+	f.c.enqueueStoreOfEvent(failedCreate(job, testNow))
+	assert.Zero(t, f.c.queue.Len(), "not in the cache: not ours")
+	f.cache(job)
+	f.c.enqueueStoreOfEvent(failedCreate(job, testNow))
+	require.Equal(t, 1, f.c.queue.Len())
+	key, _ := f.c.queue.Get()
+	assert.Equal(t, "ns/s", key)
 }
 
 func TestTruncateKeepsCharactersWhole(t *testing.T) {

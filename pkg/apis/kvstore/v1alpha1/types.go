@@ -328,10 +328,10 @@ const (
 	// ConditionBootstrapped is True once the bootstrap Job succeeded; False
 	// while it runs or after it failed for good.
 	ConditionBootstrapped = "Bootstrapped"
-	// ConditionReplicaFailure is True while the data StatefulSet or the
-	// proxy Deployment cannot create its Pods (refused by a quota, a Pod
-	// Security level, an admission webhook); the message says why. Absent
-	// otherwise, as on a Deployment.
+	// ConditionReplicaFailure is True while the data StatefulSet, the proxy
+	// Deployment, or a bootstrap or backup Job cannot create its Pods
+	// (refused by a quota, a Pod Security level, an admission webhook); the
+	// message says why. Absent otherwise, as on a Deployment.
 	ConditionReplicaFailure = "ReplicaFailure"
 	// ConditionStorageResized reports the growth of spec.storage to the data
 	// replicas' claims: False while a claim holds less (the reason says
