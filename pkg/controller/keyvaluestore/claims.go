@@ -156,15 +156,21 @@ func (c *Controller) lineage(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSe
 // ("" if there is none, it has no label, or it is being deleted: the
 // StatefulSet starts no Pod on a claim being deleted).
 func (c *Controller) cachedClaimUID(kvs *v1alpha1.KeyValueStore, i int32) string {
-	obj, exists, err := c.claims.GetByKey(kvs.Namespace + "/" + dataClaimName(kvs, i))
-	if err != nil || !exists {
-		return ""
-	}
-	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok || pvc.DeletionTimestamp != nil {
+	pvc := c.cachedClaim(kvs, i)
+	if pvc == nil || pvc.DeletionTimestamp != nil {
 		return ""
 	}
 	return pvc.Labels[LabelStoreUID]
+}
+
+// cachedClaim is the cached data claim of ordinal i, nil if there is none.
+func (c *Controller) cachedClaim(kvs *v1alpha1.KeyValueStore, i int32) *corev1.PersistentVolumeClaim {
+	obj, exists, err := c.claims.GetByKey(kvs.Namespace + "/" + dataClaimName(kvs, i))
+	if err != nil || !exists {
+		return nil
+	}
+	pvc, _ := obj.(*corev1.PersistentVolumeClaim)
+	return pvc
 }
 
 // runningPods is one more than the highest ordinal among the store's cached

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -135,9 +136,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		res, scheduleErr = c.runSchedule(ctx, kvs, plan)
 	}
 	res = res.sooner(result{requeueAfter: boot.requeueAfter})
-	if resize.reason == ReasonResizeRefused {
+	if resize.reason == ReasonResizeRefused || resize.poll {
 		// Nothing of ours changes when the StorageClass or quota that
-		// refused is fixed: try again now and then.
+		// refused is fixed, nor when a claim made by hand grows: look
+		// again now and then.
 		res = res.sooner(result{requeueAfter: waitFallback})
 	}
 	if inTheWay != nil && statusErr == nil {
@@ -246,6 +248,9 @@ func (c *Controller) viewPaused(kvs *v1alpha1.KeyValueStore, sts *appsv1.Statefu
 		}
 		if !ok || !apiequality.Semantic.DeepEqual(live.Spec, desired.Spec) {
 			v.held = append(v.held, "StatefulSet "+sts.Name+" does not run the store's spec")
+		}
+		if grow := c.claimsToGrow(kvs, sts, v.replicas); len(grow) > 0 {
+			v.held = append(v.held, fmt.Sprintf("claims %s are to grow to %s", strings.Join(grow, ", "), kvs.Spec.Storage.VolumeSize.String()))
 		}
 	}
 	want := proxyReplicas(kvs)

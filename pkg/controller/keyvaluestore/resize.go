@@ -31,16 +31,23 @@ const (
 	// again now and then.
 	ReasonResizeRefused = "ResizeRefused"
 	// ReasonResizeInfeasible: the storage cannot grow a claim to the size
-	// (its resizer said so); it is not retried until the size changes.
+	// (its resizer said so). Lowering spec.storage does not lower the
+	// claim's request: see docs/api.md for the way out.
 	ReasonResizeInfeasible = "ResizeInfeasible"
+	// ReasonClaimOfAnotherStore: a replica runs on a claim of another
+	// store's lineage, which is never touched, and it holds less.
+	ReasonClaimOfAnotherStore = "ClaimOfAnotherStore"
 )
 
 // storageResize is what growing the store's claims found; the zero value
-// (not asked) leaves no condition.
+// (nothing to say) leaves no condition.
 type storageResize struct {
-	asked   bool // spec.storage is above the StatefulSet's claim template
+	asked   bool // a claim asked for less than spec.storage, or was told about before
 	reason  string
 	message string
+	// poll: a claim the cache does not hold (made by hand) has yet to
+	// grow; no event of it would bring the store back.
+	poll bool
 }
 
 // claimTemplateSize is the storage its claim template gives a new claim of
@@ -54,72 +61,136 @@ func claimTemplateSize(sts *appsv1.StatefulSet) (resource.Quantity, bool) {
 	return q, ok
 }
 
+// claimsReport sorts what resizeClaims found of each claim, by what the
+// condition says first.
+type claimsReport struct {
+	refused, infeasible, foreign, resizing []string
+}
+
 // resizeClaims grows the claims of the store's running replicas to
 // spec.storage. The StatefulSet's claim template is immutable and keeps the
-// size the store was created with (see keepClaimTemplate), so growing is
-// asked only once the spec is above it, and a claim the StatefulSet makes
-// later (a scale-up) is grown the same way. Claims are never shrunk, nor
-// touched while unbound, being deleted, or of another store's lineage
-// (held back by replicasToRun).
+// size it was created with (see keepClaimTemplate): a claim made from it
+// later (a scale-up), one kept from a scale-down, and those of a store
+// grown before its StatefulSet was recreated are grown the same way. A
+// claim's request is only ever raised, never lowered: spec.storage is the
+// least each claim asks for. Claims are not touched while unbound, being
+// deleted, or of another store's lineage (held back by replicasToRun; one
+// a replica already runs on is reported).
 func (c *Controller) resizeClaims(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (storageResize, error) {
-	want := kvs.Spec.Storage.VolumeSize
 	if sts == nil {
 		return storageResize{}, nil
 	}
-	if tmpl, ok := claimTemplateSize(sts); !ok || want.Cmp(tmpl) <= 0 {
-		return storageResize{}, nil
-	}
+	want := kvs.Spec.Storage.VolumeSize
+	tmpl, hasTemplate := claimTemplateSize(sts)
+	// Claims made from a template below the spec ask for less; only then is
+	// a claim the cache lacks (made by hand) read from the server.
+	belowSpec := hasTemplate && want.Cmp(tmpl) > 0
+	asked := belowSpec || meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized) != nil
 	lineage := c.lineage(kvs, sts)
-	var resizing, refused, infeasible []string
+	var report claimsReport
+	var readLive bool
 	for i := range ptr.Deref(sts.Spec.Replicas, 1) {
-		pvc, err := c.dataClaim(ctx, kvs, i)
+		pvc, live, err := c.dataClaim(ctx, kvs, i, belowSpec)
 		if err != nil {
 			return storageResize{}, err
 		}
-		switch {
-		case pvc == nil:
-			resizing = append(resizing, fmt.Sprintf("claim %s: not created yet", dataClaimName(kvs, i)))
+		readLive = readLive || live
+		if pvc == nil {
+			if belowSpec {
+				report.resizing = append(report.resizing, fmt.Sprintf("claim %s: not created yet", dataClaimName(kvs, i)))
+			}
 			continue
-		case pvc.DeletionTimestamp != nil:
+		}
+		asksLess := asksLessThan(pvc, want)
+		asked = asked || asksLess
+		if pvc.DeletionTimestamp != nil {
 			continue
-		case pvc.Labels[LabelStoreUID] != "" && !lineage[pvc.Labels[LabelStoreUID]]:
+		}
+		if !ofLineage(pvc, lineage) {
+			if asksLess {
+				report.foreign = append(report.foreign, fmt.Sprintf("claim %s: holds the data of another store (uid %s), not grown", pvc.Name, pvc.Labels[LabelStoreUID]))
+			}
 			continue // another store's data: never touched
 		}
 		state, err := c.growClaim(ctx, kvs, pvc, want)
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-			refused = append(refused, fmt.Sprintf("claim %s: %v", pvc.Name, err))
+			report.refused = append(report.refused, fmt.Sprintf("claim %s: %v", pvc.Name, err))
 		case err != nil:
 			return storageResize{}, fmt.Errorf("grow claim %s to %s: %w", pvc.Name, want.String(), err)
 		case state.infeasible:
-			infeasible = append(infeasible, state.String())
+			report.infeasible = append(report.infeasible, state.String())
 		case !state.done:
-			resizing = append(resizing, state.String())
+			report.resizing = append(report.resizing, state.String())
 		}
 	}
-	switch {
-	case len(refused) > 0:
-		return storageResize{asked: true, reason: ReasonResizeRefused, message: joinClaims(refused)}, nil
-	case len(infeasible) > 0:
-		return storageResize{asked: true, reason: ReasonResizeInfeasible, message: joinClaims(infeasible)}, nil
-	case len(resizing) > 0:
-		return storageResize{asked: true, reason: ReasonResizing, message: joinClaims(resizing)}, nil
+	if !asked {
+		return storageResize{}, nil
 	}
-	return storageResize{asked: true, reason: ReasonResized,
-		message: fmt.Sprintf("every data claim holds %s", want.String())}, nil
+	r := report.summary(want)
+	r.poll = readLive && r.reason != ReasonResized
+	return r, nil
 }
 
-// dataClaim is the claim of ordinal i from the cache, or, if the cache
-// has none (a claim made by hand carries none of our labels), from the
-// server; nil if there is none.
-func (c *Controller) dataClaim(ctx context.Context, kvs *v1alpha1.KeyValueStore, i int32) (*corev1.PersistentVolumeClaim, error) {
-	obj, exists, err := c.claims.GetByKey(kvs.Namespace + "/" + dataClaimName(kvs, i))
-	if err == nil && exists {
-		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
-			return pvc, nil
+// claimsToGrow are the cached claims of the first n replicas that
+// resizeClaims would ask for more: what a paused store holds back.
+func (c *Controller) claimsToGrow(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, n int32) []string {
+	want := kvs.Spec.Storage.VolumeSize
+	lineage := c.lineage(kvs, sts)
+	var names []string
+	for i := range n {
+		pvc := c.cachedClaim(kvs, i)
+		if pvc != nil && pvc.DeletionTimestamp == nil && ofLineage(pvc, lineage) && asksLessThan(pvc, want) {
+			names = append(names, pvc.Name)
 		}
 	}
-	return c.liveClaim(ctx, kvs, i)
+	return names
+}
+
+// asksLessThan says pvc's storage request is below want.
+func asksLessThan(pvc *corev1.PersistentVolumeClaim, want resource.Quantity) bool {
+	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	return requested.Cmp(want) < 0
+}
+
+// ofLineage says pvc holds the store's data: made by hand (unlabelled) or
+// by a StatefulSet of one of lineage's stores.
+func ofLineage(pvc *corev1.PersistentVolumeClaim, lineage map[string]bool) bool {
+	uid := pvc.Labels[LabelStoreUID]
+	return uid == "" || lineage[uid]
+}
+
+// summary is the condition's reason and message: the first kind of
+// trouble, in the order of the report's fields, or Resized.
+func (r claimsReport) summary(want resource.Quantity) storageResize {
+	for _, kind := range []struct {
+		reason string
+		claims []string
+	}{
+		{ReasonResizeRefused, r.refused},
+		{ReasonResizeInfeasible, r.infeasible},
+		{ReasonClaimOfAnotherStore, r.foreign},
+		{ReasonResizing, r.resizing},
+	} {
+		if len(kind.claims) > 0 {
+			return storageResize{asked: true, reason: kind.reason, message: joinClaims(kind.claims)}
+		}
+	}
+	return storageResize{asked: true, reason: ReasonResized, message: fmt.Sprintf("every data claim holds %s", want.String())}
+}
+
+// dataClaim is the claim of ordinal i from the cache, or, if the cache has
+// none (a claim made by hand carries none of our labels) and readLive,
+// from the server (live says so); nil if there is none.
+func (c *Controller) dataClaim(ctx context.Context, kvs *v1alpha1.KeyValueStore, i int32, readLive bool) (pvc *corev1.PersistentVolumeClaim, live bool, err error) {
+	if pvc := c.cachedClaim(kvs, i); pvc != nil {
+		return pvc, false, nil
+	}
+	if !readLive {
+		return nil, false, nil
+	}
+	pvc, err = c.liveClaim(ctx, kvs, i)
+	return pvc, pvc != nil, err
 }
 
 // claimState is where one claim's growth stands.
@@ -209,7 +280,7 @@ func (c *Controller) recordResizeEvent(kvs *v1alpha1.KeyValueStore, before *meta
 	switch now.Reason {
 	case ReasonResized:
 		c.recorder.Event(kvs, corev1.EventTypeNormal, now.Reason, now.Message)
-	case ReasonResizeRefused, ReasonResizeInfeasible:
+	case ReasonResizeRefused, ReasonResizeInfeasible, ReasonClaimOfAnotherStore:
 		c.recorder.Event(kvs, corev1.EventTypeWarning, now.Reason, now.Message)
 	}
 }

@@ -53,10 +53,18 @@ func (f *fixture) claim(kvs *v1alpha1.KeyValueStore, i int32) *corev1.Persistent
 	return pvc
 }
 
-// resync runs one reconcile of the store on refreshed caches.
+// resync runs one reconcile of the store on refreshed caches, the
+// labelled claims' too.
 func (f *fixture) resync(kvs *v1alpha1.KeyValueStore) (result, error) {
 	f.t.Helper()
 	f.refreshCache(kvs.Namespace)
+	claims, err := f.kube.CoreV1().PersistentVolumeClaims(kvs.Namespace).List(f.t.Context(), metav1.ListOptions{})
+	require.NoError(f.t, err)
+	for i := range claims.Items {
+		if claims.Items[i].Labels[LabelManagedBy] == ManagedBy {
+			f.cache(&claims.Items[i])
+		}
+	}
 	return f.sync(f.stored(kvs))
 }
 
@@ -252,7 +260,9 @@ func TestAGrowthRetriesAClaimChangedSinceRead(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err), "got %v", err)
 }
 
-// A paused store's claims are not grown: nothing of the spec is applied.
+// A paused store's claims are not grown: nothing of the spec is applied,
+// and the store reads Pending, naming the claims that wait (found by review:
+// it read Ready, "all replicas run the current spec").
 func TestAPausedStoreDoesNotGrow(t *testing.T) {
 	f, kvs := grownStore(t, "2Gi")
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
@@ -261,6 +271,99 @@ func TestAPausedStoreDoesNotGrow(t *testing.T) {
 	kube, _ := f.writes()
 	assert.Empty(t, kube)
 	assert.Nil(t, f.storageResized(kvs))
+	stored := f.stored(kvs)
+	assert.Equal(t, v1alpha1.PhasePending, stored.Status.Phase)
+	progressing := meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ConditionProgressing)
+	assert.Contains(t, progressing.Message, "claims data-s-0, data-s-1, data-s-2 are to grow to 2Gi")
+}
+
+// Lowering spec.storage shrinks nothing and lowers no claim's request: it
+// is how a growth the storage cannot make is given up (with the claims'
+// requests lowered by hand, as Kubernetes allows down to their capacity).
+// Before, the size could never be lowered again, and a request lowered by
+// hand was raised back (found by review).
+func TestLoweringTheStorageLowersNoClaim(t *testing.T) {
+	f, kvs := grownStore(t, "10Gi")
+	_, err := f.resync(kvs)
+	require.NoError(t, err)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("2Gi") })
+	byHand := f.claim(kvs, 0)
+	byHand.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	f.putClaim(byHand)
+	_, err = f.resync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Empty(t, kube, "no claim is lowered, nor raised back")
+	cond := f.storageResized(kvs)
+	assert.Equal(t, ReasonResizing, cond.Reason, "still below 2Gi")
+	assert.Equal(t, "claim data-s-0: holds 1Gi of 2Gi; claim data-s-1: holds 1Gi of 2Gi; claim data-s-2: holds 1Gi of 2Gi", cond.Message)
+
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("1Gi") })
+	_, err = f.resync(kvs)
+	require.NoError(t, err)
+	kube, _ = f.writes()
+	assert.Empty(t, kube)
+	assert.Equal(t, ReasonResized, f.storageResized(kvs).Reason, "every claim holds what is asked for now")
+}
+
+// A StatefulSet recreated after a growth (deleted by hand with
+// --cascade=orphan, pruned) has a claim template at the new size; claims
+// that have not grown yet are still grown, and the growth still reported
+// (found by review: they were left at the old size, without a condition).
+func TestClaimsGrowAfterTheStatefulSetIsRecreated(t *testing.T) {
+	f, kvs := grownStore(t, "2Gi")
+	f.deleteStatefulSet(kvs)
+	_, err := f.resync(kvs) // recreates it
+	require.NoError(t, err)
+	tmpl, _ := claimTemplateSize(f.statefulSet(kvs))
+	require.Zero(t, tmpl.Cmp(resource.MustParse("2Gi")))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "patch persistentvolumeclaims data-s-0")
+	assert.Equal(t, ReasonResizing, f.storageResized(kvs).Reason)
+}
+
+// A claim made by hand is not in the cache, so no event of it brings the
+// store back: while it has not grown, the store looks again now and then
+// (found by review: StorageResized stayed Resizing after the growth).
+func TestAGrowingClaimMadeByHandIsPolled(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	byHand := boundClaim(kvs, 0, "1Gi")
+	byHand.Labels = nil // none of ours: the cache never holds it
+	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(t.Context(), byHand, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for i := range int32(3) {
+		if i > 0 {
+			f.putClaim(boundClaim(kvs, i, "1Gi"))
+		}
+	}
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("2Gi") })
+	res, err := f.resync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, waitFallback, res.requeueAfter)
+	assert.Equal(t, "2Gi", ptr.To(f.claim(kvs, 0).Spec.Resources.Requests[corev1.ResourceStorage]).String(), "grown too")
+}
+
+// A replica that runs on a claim of another store's lineage (never
+// touched) keeps the condition from saying every claim holds the size
+// (found by review).
+func TestAClaimOfAnotherStoreIsNotGrownAndSaysSo(t *testing.T) {
+	f, kvs := grownStore(t, "2Gi")
+	other := f.claim(kvs, 2)
+	other.Labels[LabelStoreUID] = "another-store"
+	f.putClaim(other)
+	_, err := f.resync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.NotContains(t, kube, "patch persistentvolumeclaims data-s-2")
+	cond := f.storageResized(kvs)
+	assert.Equal(t, ReasonClaimOfAnotherStore, cond.Reason)
+	assert.Equal(t, "claim data-s-2: holds the data of another store (uid another-store), not grown", cond.Message)
 }
 
 // A claim's updates enqueue its store while it grows or should, and the

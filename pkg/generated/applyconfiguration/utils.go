@@ -56,10 +56,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.ProxySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Resources"):
 		return &kvstorev1alpha1.ResourcesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Scheduling"):
+		return &kvstorev1alpha1.SchedulingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecurityContext"):
 		return &kvstorev1alpha1.SecurityContextApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &kvstorev1alpha1.StorageSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Toleration"):
+		return &kvstorev1alpha1.TolerationApplyConfiguration{}
 
 		// Group=kvstore.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("BackupSpec"):
@@ -84,10 +88,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.ProxySpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Resources"):
 		return &kvstorev1beta1.ResourcesApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Scheduling"):
+		return &kvstorev1beta1.SchedulingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SecurityContext"):
 		return &kvstorev1beta1.SecurityContextApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StorageSpec"):
 		return &kvstorev1beta1.StorageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Toleration"):
+		return &kvstorev1beta1.TolerationApplyConfiguration{}
 
 	}
 	return nil

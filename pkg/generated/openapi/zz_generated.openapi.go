@@ -48,8 +48,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(): schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1alpha1.ProxySpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref),
 		v1alpha1.Resources{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_Resources(ref),
+		v1alpha1.Scheduling{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_Scheduling(ref),
 		v1alpha1.SecurityContext{}.OpenAPIModelName():                      schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref),
 		v1alpha1.StorageSpec{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref),
+		v1alpha1.Toleration{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_Toleration(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
 		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
 		v1beta1.KeyValueStore{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_KeyValueStore(ref),
@@ -63,8 +65,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName():  schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref),
 		v1beta1.ProxySpec{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref),
 		v1beta1.Resources{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_Resources(ref),
+		v1beta1.Scheduling{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_Scheduling(ref),
 		v1beta1.SecurityContext{}.OpenAPIModelName():                       schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref),
 		v1beta1.StorageSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref),
+		v1beta1.Toleration{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_Toleration(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		v1.CrossVersionObjectReference{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -638,7 +642,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 					},
 					"storage": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Storage is the persistent volume each data replica gets. Immutable after creation, like a StatefulSet's volumeClaimTemplates.",
+							Description: "Storage is the persistent volume each data replica gets. Its capacity may change (the claims grow, never shrink); its class is immutable.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(v1alpha1.StorageSpec{}.OpenAPIModelName()),
 						},
@@ -686,12 +690,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"scheduling": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scheduling constrains which nodes every Pod of the store runs on: the data replicas, the proxy, and the backup and bootstrap Jobs. Unset: any node the scheduler picks. Changing it rolls the data replicas one Pod at a time, and the proxy.",
+							Ref:         ref(v1alpha1.Scheduling{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -903,6 +913,61 @@ func schema_pkg_apis_kvstore_v1alpha1_Resources(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_kvstore_v1alpha1_Scheduling(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Scheduling constrains which nodes a store's Pods run on, as the same fields of a Pod do.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeSelector: the Pods run only on nodes that carry every one of these labels. At most 64 entries; keys and values as in a label.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tolerations let the Pods run on nodes whose taints they match (nodes set aside for stores, say). At most 64.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.Toleration{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"priorityClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityClassName is the PriorityClass of the Pods, a DNS-1123 subdomain of at most 253 characters. The PriorityClass must exist when a Pod is created, or the Pod is refused (see the ReplicaFailure condition). Unset: the cluster's default priority.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Toleration{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -948,7 +1013,7 @@ func schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref common.ReferenceCallback) 
 				Properties: map[string]spec.Schema{
 					"size": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Size is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It may grow but not shrink: the controller then asks each data replica's claim for the new capacity, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition).",
+							Description: "Size is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. Raising it grows each data replica's claim to it, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition); lowering it shrinks no claim.",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
@@ -964,6 +1029,54 @@ func schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_Toleration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Toleration tolerates the taints it matches, as a Pod's toleration does.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key is the taint key to match, a qualified name (as a label key). Empty matches every key, and then operator must be Exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operator": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operator is Equal (also when empty: the taint's value must be value) or Exists (any value; value must then be empty).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the taint value to match with operator Equal, as a label value.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"effect": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Effect is the taint effect to match: NoSchedule, PreferNoSchedule or NoExecute. Empty matches every effect.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tolerationSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TolerationSeconds, with effect NoExecute only, is how long a Pod stays on a node after the taint is added (zero or less: evicted at once). Unset: for ever.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1461,7 +1574,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 					},
 					"storage": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Storage is the persistent volume each data replica gets. Immutable after creation, like a StatefulSet's volumeClaimTemplates.",
+							Description: "Storage is the persistent volume each data replica gets. Its capacity may change (the claims grow, never shrink); its class is immutable.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(v1beta1.StorageSpec{}.OpenAPIModelName()),
 						},
@@ -1509,12 +1622,18 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"scheduling": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scheduling constrains which nodes every Pod of the store runs on: the data replicas, the proxy, and the backup and bootstrap Jobs. Unset: any node the scheduler picks. Changing it rolls the data replicas one Pod at a time, and the proxy.",
+							Ref:         ref(v1beta1.Scheduling{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1719,6 +1838,61 @@ func schema_pkg_apis_kvstore_v1beta1_Resources(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_kvstore_v1beta1_Scheduling(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Scheduling constrains which nodes a store's Pods run on, as the same fields of a Pod do.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeSelector: the Pods run only on nodes that carry every one of these labels. At most 64 entries; keys and values as in a label.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tolerations let the Pods run on nodes whose taints they match (nodes set aside for stores, say). At most 64.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.Toleration{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"priorityClassName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityClassName is the PriorityClass of the Pods, a DNS-1123 subdomain of at most 253 characters. The PriorityClass must exist when a Pod is created, or the Pod is refused (see the ReplicaFailure condition). Unset: the cluster's default priority.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.Toleration{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1764,7 +1938,7 @@ func schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"capacity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Capacity is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. It may grow but not shrink: the controller then asks each data replica's claim for the new capacity, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition). It is v1alpha1's spec.storage.size under a name that the Go field can carry too.",
+							Description: "Capacity is the requested capacity of each replica's volume (default 1Gi); it must be greater than zero. Raising it grows each data replica's claim to it, which needs a StorageClass with allowVolumeExpansion (see the StorageResized condition); lowering it shrinks no claim. It is v1alpha1's spec.storage.size under a name that the Go field can carry too.",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
@@ -1780,6 +1954,54 @@ func schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_Toleration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Toleration tolerates the taints it matches, as a Pod's toleration does.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key is the taint key to match, a qualified name (as a label key). Empty matches every key, and then operator must be Exists.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operator": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operator is Equal (also when empty: the taint's value must be value) or Exists (any value; value must then be empty).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the taint value to match with operator Equal, as a label value.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"effect": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Effect is the taint effect to match: NoSchedule, PreferNoSchedule or NoExecute. Empty matches every effect.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tolerationSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TolerationSeconds, with effect NoExecute only, is how long a Pod stays on a node after the taint is added (zero or less: evicted at once). Unset: for ever.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

@@ -194,14 +194,20 @@ func removalWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 	return warnings
 }
 
-// growthWarnings say that growing the storage cannot be undone: the claims
-// grow in place and never shrink (validation refuses a smaller size after).
+// growthWarnings say what a new storage size does: a larger one grows
+// every claim, which does not shrink back; a smaller one shrinks nothing.
 func growthWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
-	if validation.SizesEqual(spec.Storage.Size, old.Storage.Size) {
+	size := spec.Storage.Size
+	switch {
+	case validation.SizesEqual(size, old.Storage.Size):
 		return nil
+	case size.Cmp(old.Storage.Size) > 0: // both cheap to compare: validation refused the change otherwise
+		return []string{fmt.Sprintf("spec.storage: every data replica's claim is asked for %s, and a claim does not shrink back; "+
+			"its StorageClass must allow volume expansion, see the store's StorageResized condition", size.String())}
+	default:
+		return []string{fmt.Sprintf("spec.storage: lowered to %s, which shrinks no claim: each keeps what it holds and asks for "+
+			"(a growth a claim cannot get stays asked for until its request is lowered by hand, see the docs)", size.String())}
 	}
-	return []string{fmt.Sprintf("spec.storage: every data replica's claim is asked for %s, which cannot be undone (a claim does not shrink); "+
-		"its StorageClass must allow volume expansion, see the store's StorageResized condition", spec.Storage.Size.String())}
 }
 
 func specWarnings(spec *kvstore.KeyValueStoreSpec) []string {

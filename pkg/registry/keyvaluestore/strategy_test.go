@@ -373,10 +373,10 @@ func TestStrategyValidate(t *testing.T) {
 
 	oldObj := storedKVS()
 	newObj := oldObj.DeepCopy()
-	newObj.Spec.Storage.Size = resource.MustParse("512Mi")
+	newObj.Spec.Storage.StorageClassName = ptr.To("fast")
 	errs = s.ValidateUpdate(ctx, newObj, oldObj)
 	require.Len(t, errs, 1)
-	assert.Equal(t, "spec.storage.size", errs[0].Field)
+	assert.Equal(t, "spec.storage.storageClassName", errs[0].Field)
 }
 
 func TestGetResetFields(t *testing.T) {
@@ -509,7 +509,8 @@ func TestWarningsOnRemovingWhatANamespaceMayRequire(t *testing.T) {
 	assert.True(t, strings.HasPrefix(warnings[1], "spec.resources: removed;"), warnings[1])
 }
 
-// Growing the storage warns that it cannot be undone and what it needs.
+// A new storage size warns what it does: growing cannot be undone and needs
+// an expandable StorageClass; lowering shrinks nothing.
 func TestWarningOnGrowingTheStorage(t *testing.T) {
 	s := testStrategy()
 	ctx := context.Background()
@@ -522,8 +523,15 @@ func TestWarningOnGrowingTheStorage(t *testing.T) {
 	newObj = oldObj.DeepCopy()
 	newObj.Spec.Storage.Size = resource.MustParse("2Gi")
 	s.PrepareForUpdate(ctx, newObj, oldObj)
-	assert.Equal(t, []string{"spec.storage: every data replica's claim is asked for 2Gi, which cannot be undone (a claim does not shrink); " +
+	assert.Equal(t, []string{"spec.storage: every data replica's claim is asked for 2Gi, and a claim does not shrink back; " +
 		"its StorageClass must allow volume expansion, see the store's StorageResized condition"}, s.WarningsOnUpdate(ctx, newObj, oldObj))
+
+	newObj = oldObj.DeepCopy()
+	newObj.Spec.Storage.Size = resource.MustParse("512Mi")
+	s.PrepareForUpdate(ctx, newObj, oldObj)
+	warnings := s.WarningsOnUpdate(ctx, newObj, oldObj)
+	require.Len(t, warnings, 1)
+	assert.True(t, strings.HasPrefix(warnings[0], "spec.storage: lowered to 512Mi, which shrinks no claim"), warnings[0])
 }
 
 func TestFloatingTag(t *testing.T) {
@@ -597,10 +605,10 @@ func TestBeforeUpdate(t *testing.T) {
 		assert.Equal(t, int64(3), newObj.Generation)
 	})
 
-	t.Run("storage shrink is rejected", func(t *testing.T) {
+	t.Run("storage class change is rejected", func(t *testing.T) {
 		oldObj := storedKVS()
 		newObj := oldObj.DeepCopy()
-		newObj.Spec.Storage.Size = resource.MustParse("10Mi")
+		newObj.Spec.Storage.StorageClassName = ptr.To("fast")
 		err := rest.BeforeUpdate(s, restCtx(), newObj, oldObj)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "spec.storage")

@@ -49,7 +49,8 @@ type KeyValueStoreSpec struct {
 	Port int32 `json:"port,omitempty" protobuf:"varint,3,opt,name=port"`
 
 	// Storage is the persistent volume each data replica gets.
-	// Immutable after creation, like a StatefulSet's volumeClaimTemplates.
+	// Its capacity may change (the claims grow, never shrink); its class is
+	// immutable.
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty" protobuf:"bytes,4,opt,name=storage"`
 
@@ -99,6 +100,13 @@ type KeyValueStoreSpec struct {
 	// replicas one Pod at a time.
 	// +optional
 	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,11,opt,name=resources"`
+
+	// Scheduling constrains which nodes every Pod of the store runs on: the
+	// data replicas, the proxy, and the backup and bootstrap Jobs. Unset:
+	// any node the scheduler picks. Changing it rolls the data replicas one
+	// Pod at a time, and the proxy.
+	// +optional
+	Scheduling *Scheduling `json:"scheduling,omitempty" protobuf:"bytes,12,opt,name=scheduling"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -136,12 +144,85 @@ type Resources struct {
 	Limits map[string]resource.Quantity `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits"`
 }
 
+// Scheduling constrains which nodes a store's Pods run on, as the same
+// fields of a Pod do.
+type Scheduling struct {
+	// NodeSelector: the Pods run only on nodes that carry every one of these
+	// labels. At most 64 entries; keys and values as in a label.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty" protobuf:"bytes,1,rep,name=nodeSelector"`
+
+	// Tolerations let the Pods run on nodes whose taints they match (nodes
+	// set aside for stores, say). At most 64.
+	// +optional
+	// +listType=atomic
+	Tolerations []Toleration `json:"tolerations,omitempty" protobuf:"bytes,2,rep,name=tolerations"`
+
+	// PriorityClassName is the PriorityClass of the Pods, a DNS-1123
+	// subdomain of at most 253 characters. The PriorityClass must exist
+	// when a Pod is created, or the Pod is refused (see the ReplicaFailure
+	// condition). Unset: the cluster's default priority.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty" protobuf:"bytes,3,opt,name=priorityClassName"`
+}
+
+// TolerationOperator is how a toleration compares a taint's value.
+type TolerationOperator string
+
+const (
+	// TolerationOpEqual: the taint's value must be the toleration's value.
+	TolerationOpEqual TolerationOperator = "Equal"
+	// TolerationOpExists: any value of the taint's key.
+	TolerationOpExists TolerationOperator = "Exists"
+)
+
+// TaintEffect is what a taint does to Pods that do not tolerate it.
+type TaintEffect string
+
+const (
+	// TaintEffectNoSchedule: no new Pod is scheduled on the node.
+	TaintEffectNoSchedule TaintEffect = "NoSchedule"
+	// TaintEffectPreferNoSchedule: the scheduler avoids the node.
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	// TaintEffectNoExecute: running Pods are evicted from the node too.
+	TaintEffectNoExecute TaintEffect = "NoExecute"
+)
+
+// Toleration tolerates the taints it matches, as a Pod's toleration does.
+type Toleration struct {
+	// Key is the taint key to match, a qualified name (as a label key).
+	// Empty matches every key, and then operator must be Exists.
+	// +optional
+	Key string `json:"key,omitempty" protobuf:"bytes,1,opt,name=key"`
+
+	// Operator is Equal (also when empty: the taint's value must be value)
+	// or Exists (any value; value must then be empty).
+	// +optional
+	Operator TolerationOperator `json:"operator,omitempty" protobuf:"bytes,2,opt,name=operator,casttype=TolerationOperator"`
+
+	// Value is the taint value to match with operator Equal, as a label
+	// value.
+	// +optional
+	Value string `json:"value,omitempty" protobuf:"bytes,3,opt,name=value"`
+
+	// Effect is the taint effect to match: NoSchedule, PreferNoSchedule or
+	// NoExecute. Empty matches every effect.
+	// +optional
+	Effect TaintEffect `json:"effect,omitempty" protobuf:"bytes,4,opt,name=effect,casttype=TaintEffect"`
+
+	// TolerationSeconds, with effect NoExecute only, is how long a Pod stays
+	// on a node after the taint is added (zero or less: evicted at once).
+	// Unset: for ever.
+	// +optional
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty" protobuf:"varint,5,opt,name=tolerationSeconds"`
+}
+
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpec struct {
 	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
-	// greater than zero. It may grow but not shrink: the controller then asks each data
-	// replica's claim for the new capacity, which needs a StorageClass with
-	// allowVolumeExpansion (see the StorageResized condition).
+	// greater than zero. Raising it grows each data replica's claim to it,
+	// which needs a StorageClass with allowVolumeExpansion (see the
+	// StorageResized condition); lowering it shrinks no claim.
 	// ---
 	// The Go field is VolumeSize, not Size: the generated protobuf code gives
 	// every message type a Size() method, which a field named Size would clash

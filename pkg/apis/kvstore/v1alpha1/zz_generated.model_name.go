@@ -87,6 +87,11 @@ func (in Resources) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Scheduling) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.Scheduling"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecurityContext) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.SecurityContext"
 }
@@ -94,4 +99,9 @@ func (in SecurityContext) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StorageSpec) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.StorageSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Toleration) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.Toleration"
 }

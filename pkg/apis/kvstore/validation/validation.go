@@ -139,20 +139,16 @@ func ValidateKeyValueStoreUpdate(newObj, oldObj *kvstore.KeyValueStore) field.Er
 	return allErrs
 }
 
-// validateSizeUpdate lets the storage size grow, never shrink: the
-// controller grows the store's claims to it, and a claim cannot shrink. A
-// size that cannot be compared cheaply (stored before MaxStorageSize
-// existed) cannot change at all.
+// validateSizeUpdate lets the storage size change, except a size stored
+// before MaxStorageSize existed, which cannot be compared cheaply. The
+// controller grows the store's claims to a larger size and never lowers a
+// claim, so a smaller size shrinks nothing: it stops asking for a growth
+// not yet made (one the storage cannot make, say).
 func validateSizeUpdate(size, old resource.Quantity, fldPath *field.Path) field.ErrorList {
-	switch {
-	case SizesEqual(size, old):
-		return nil
-	case !cheapToCompare(old):
+	if !SizesEqual(size, old) && !cheapToCompare(old) {
 		return field.ErrorList{field.Invalid(fldPath, size.String(), fmt.Sprintf("may not change: the stored size %s is not a comparable quantity", old.String()))}
-	case cheapToCompare(size) && size.Cmp(old) < 0:
-		return field.ErrorList{field.Invalid(fldPath, size.String(), fmt.Sprintf("may not be less than the stored %s: a claim can grow but not shrink", old.String()))}
 	}
-	return nil // a size that grows; validateSpec bounds it
+	return nil // validateSpec bounds the new size
 }
 
 // SizesEqual compares two quantities by value when both are within
@@ -245,14 +241,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 			fmt.Sprintf("must be at most %d bytes (just under 8Ei)", int64(math.MaxInt64))))
 	}
 	if sc := spec.Storage.StorageClassName; sc != nil {
-		scPath := storagePath.Child("storageClassName")
-		if len(*sc) > utilvalidation.DNS1123SubdomainMaxLength {
-			allErrs = append(allErrs, field.TooLong(scPath, *sc, utilvalidation.DNS1123SubdomainMaxLength))
-		} else {
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(*sc) {
-				allErrs = append(allErrs, field.Invalid(scPath, *sc, msg))
-			}
-		}
+		allErrs = append(allErrs, validateDNSSubdomain(*sc, storagePath.Child("storageClassName"))...)
 	}
 
 	if p := spec.Proxy; p != nil {
@@ -288,6 +277,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 	allErrs = append(allErrs, validateSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
 	allErrs = append(allErrs, validateResources(spec.Resources, fldPath.Child("resources"))...)
+	allErrs = append(allErrs, validateScheduling(spec.Scheduling, fldPath.Child("scheduling"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,

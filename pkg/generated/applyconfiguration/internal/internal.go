@@ -406,6 +406,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: io.kvstore.v1alpha1.Resources
+    - name: scheduling
+      type:
+        namedType: io.kvstore.v1alpha1.Scheduling
     - name: securityContext
       type:
         namedType: io.kvstore.v1alpha1.SecurityContext
@@ -487,6 +490,23 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+- name: io.kvstore.v1alpha1.Scheduling
+  map:
+    fields:
+    - name: nodeSelector
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: priorityClassName
+      type:
+        scalar: string
+    - name: tolerations
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.Toleration
+          elementRelationship: atomic
 - name: io.kvstore.v1alpha1.SecurityContext
   map:
     fields:
@@ -507,6 +527,24 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
     - name: storageClassName
+      type:
+        scalar: string
+- name: io.kvstore.v1alpha1.Toleration
+  map:
+    fields:
+    - name: effect
+      type:
+        scalar: string
+    - name: key
+      type:
+        scalar: string
+    - name: operator
+      type:
+        scalar: string
+    - name: tolerationSeconds
+      type:
+        scalar: numeric
+    - name: value
       type:
         scalar: string
 - name: io.kvstore.v1beta1.BackupSpec
@@ -638,6 +676,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: io.kvstore.v1beta1.Resources
+    - name: scheduling
+      type:
+        namedType: io.kvstore.v1beta1.Scheduling
     - name: securityContext
       type:
         namedType: io.kvstore.v1beta1.SecurityContext
@@ -716,6 +757,23 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+- name: io.kvstore.v1beta1.Scheduling
+  map:
+    fields:
+    - name: nodeSelector
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: priorityClassName
+      type:
+        scalar: string
+    - name: tolerations
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.Toleration
+          elementRelationship: atomic
 - name: io.kvstore.v1beta1.SecurityContext
   map:
     fields:
@@ -736,6 +794,24 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
     - name: storageClassName
+      type:
+        scalar: string
+- name: io.kvstore.v1beta1.Toleration
+  map:
+    fields:
+    - name: effect
+      type:
+        scalar: string
+    - name: key
+      type:
+        scalar: string
+    - name: operator
+      type:
+        scalar: string
+    - name: tolerationSeconds
+      type:
+        scalar: numeric
+    - name: value
       type:
         scalar: string
 - name: __untyped_atomic_

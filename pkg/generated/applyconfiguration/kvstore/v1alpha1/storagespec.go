@@ -28,9 +28,9 @@ import (
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpecApplyConfiguration struct {
 	// Size is the requested capacity of each replica's volume (default 1Gi); it must be
-	// greater than zero. It may grow but not shrink: the controller then asks each data
-	// replica's claim for the new capacity, which needs a StorageClass with
-	// allowVolumeExpansion (see the StorageResized condition).
+	// greater than zero. Raising it grows each data replica's claim to it,
+	// which needs a StorageClass with allowVolumeExpansion (see the
+	// StorageResized condition); lowering it shrinks no claim.
 	// ---
 	// The Go field is VolumeSize, not Size: the generated protobuf code gives
 	// every message type a Size() method, which a field named Size would clash

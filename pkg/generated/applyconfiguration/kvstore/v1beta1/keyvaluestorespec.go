@@ -33,7 +33,8 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// Port is the TCP port the data replicas listen on, from 1 to 65535.
 	Port *int32 `json:"port,omitempty"`
 	// Storage is the persistent volume each data replica gets.
-	// Immutable after creation, like a StatefulSet's volumeClaimTemplates.
+	// Its capacity may change (the claims grow, never shrink); its class is
+	// immutable.
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Proxy configures the optional stateless proxy tier, a Deployment named
 	// <name>-proxy created once the data replicas are ready.
@@ -68,6 +69,11 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// first evicted when a Node runs short. Changing them rolls the data
 	// replicas one Pod at a time.
 	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
+	// Scheduling constrains which nodes every Pod of the store runs on: the
+	// data replicas, the proxy, and the backup and bootstrap Jobs. Unset:
+	// any node the scheduler picks. Changing it rolls the data replicas one
+	// Pod at a time, and the proxy.
+	Scheduling *SchedulingApplyConfiguration `json:"scheduling,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -161,5 +167,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithSecurityContext(value *Securit
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
 	b.Resources = value
+	return b
+}
+
+// WithScheduling sets the Scheduling field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Scheduling field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithScheduling(value *SchedulingApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.Scheduling = value
 	return b
 }

@@ -28,11 +28,11 @@ import (
 // StorageSpec describes the persistent volume of each data replica.
 type StorageSpecApplyConfiguration struct {
 	// Capacity is the requested capacity of each replica's volume (default
-	// 1Gi); it must be greater than zero. It may grow but not shrink: the controller then asks each data
-	// replica's claim for the new capacity, which needs a StorageClass with
-	// allowVolumeExpansion (see the StorageResized condition).
-	// It is v1alpha1's spec.storage.size under a name that the Go field can
-	// carry too.
+	// 1Gi); it must be greater than zero. Raising it grows each data
+	// replica's claim to it, which needs a StorageClass with
+	// allowVolumeExpansion (see the StorageResized condition); lowering it
+	// shrinks no claim. It is v1alpha1's spec.storage.size under a name
+	// that the Go field can carry too.
 	Capacity *resource.Quantity `json:"capacity,omitempty"`
 	// StorageClassName is the StorageClass of the volumes, a DNS-1123
 	// subdomain of at most 253 characters. When unset the cluster's default
