@@ -200,7 +200,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 			WithVolumeClaimTemplates(claim).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
-				WithSpec(corev1ac.PodSpec().
+				WithSpec(scheduledPodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentData)).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
@@ -240,7 +240,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentProxy))).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
-				WithSpec(corev1ac.PodSpec().
+				WithSpec(scheduledPodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
@@ -280,7 +280,7 @@ func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, image str
 		WithActiveDeadlineSeconds(deadline).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(podLabels).
-			WithSpec(corev1ac.PodSpec().
+			WithSpec(scheduledPodSpec(kvs).
 				WithRestartPolicy(corev1.RestartPolicyNever).
 				WithSecurityContext(podSecurityContext(kvs)).
 				WithContainers(container)))
@@ -351,6 +351,48 @@ func podSecurityContext(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSecurityContex
 		pod.WithRunAsGroup(*group)
 	}
 	return pod
+}
+
+// scheduledPodSpec is a Pod spec that carries spec.scheduling, with only
+// the fields set that the store sets: an empty one would read back as
+// unset and make every pass re-apply.
+func scheduledPodSpec(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSpecApplyConfiguration {
+	spec := corev1ac.PodSpec()
+	s := kvs.Spec.Scheduling
+	if s == nil {
+		return spec
+	}
+	if len(s.NodeSelector) > 0 {
+		spec.WithNodeSelector(s.NodeSelector)
+	}
+	for _, t := range s.Tolerations {
+		spec.WithTolerations(toleration(t))
+	}
+	if s.PriorityClassName != "" {
+		spec.WithPriorityClassName(s.PriorityClassName)
+	}
+	return spec
+}
+
+// toleration is t as a Pod's toleration, its empty fields unset.
+func toleration(t v1alpha1.Toleration) *corev1ac.TolerationApplyConfiguration {
+	out := corev1ac.Toleration()
+	if t.Key != "" {
+		out.WithKey(t.Key)
+	}
+	if t.Operator != "" {
+		out.WithOperator(corev1.TolerationOperator(t.Operator))
+	}
+	if t.Value != "" {
+		out.WithValue(t.Value)
+	}
+	if t.Effect != "" {
+		out.WithEffect(corev1.TaintEffect(t.Effect))
+	}
+	if t.TolerationSeconds != nil {
+		out.WithTolerationSeconds(*t.TolerationSeconds)
+	}
+	return out
 }
 
 // containerSecurityContext is the container half: "restricted" allows no

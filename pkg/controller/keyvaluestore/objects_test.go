@@ -149,17 +149,7 @@ func TestBootstrapJobContract(t *testing.T) {
 // keeps Pods with no security context, as before the field existed (the
 // e2e test checks the Pods against kube-apiserver's PodSecurity admission).
 func TestPodsRunUnderTheStoresSecurityContext(t *testing.T) {
-	templates := func(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodSpecApplyConfiguration {
-		return map[string]*corev1ac.PodSpecApplyConfiguration{
-			"data":      statefulSet(kvs, 3).Spec.Template.Spec,
-			"proxy":     proxyDeployment(kvs, 2).Spec.Template.Spec,
-			"backup":    backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Spec,
-			"bootstrap": bootstrapJob(kvs, nil, 1, false).Spec.Template.Spec,
-		}
-	}
-	kvs := newStore(withProxy(2), withBackup, func(k *v1alpha1.KeyValueStore) {
-		k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "seed:1"}
-	})
+	kvs := storeOfEveryPod()
 	for name, pod := range templates(kvs) {
 		assert.Nil(t, pod.SecurityContext, name)
 		assert.Nil(t, pod.Containers[0].SecurityContext, name)
@@ -185,6 +175,52 @@ func TestPodsRunUnderTheStoresSecurityContext(t *testing.T) {
 	data := templates(kvs)["data"].SecurityContext
 	assert.Equal(t, int64(1000), *data.RunAsGroup)
 	assert.Equal(t, int64(2000), *data.FSGroup)
+}
+
+// templates are the Pod templates of every workload of kvs.
+func templates(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodSpecApplyConfiguration {
+	return map[string]*corev1ac.PodSpecApplyConfiguration{
+		"data":      statefulSet(kvs, 3).Spec.Template.Spec,
+		"proxy":     proxyDeployment(kvs, 2).Spec.Template.Spec,
+		"backup":    backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Spec,
+		"bootstrap": bootstrapJob(kvs, nil, 1, false).Spec.Template.Spec,
+	}
+}
+
+// storeOfEveryPod is a store with a proxy, backups and a bootstrap.
+func storeOfEveryPod() *v1alpha1.KeyValueStore {
+	return newStore(withProxy(2), withBackup, func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: "seed:1"}
+	})
+}
+
+// Every Pod of a store runs where spec.scheduling says, with only the
+// toleration fields it sets (an empty one would read back as unset and be
+// applied again on every pass); a store without it keeps Pods without, as
+// before the field existed.
+func TestPodsAreScheduledAsTheStoreSays(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.NodeSelector, name)
+		assert.Nil(t, pod.Tolerations, name)
+		assert.Nil(t, pod.PriorityClassName, name)
+	}
+	kvs.Spec.Scheduling = &v1alpha1.Scheduling{
+		NodeSelector: map[string]string{"pool": "stores"},
+		Tolerations: []v1alpha1.Toleration{
+			{Key: "dedicated", Value: "stores", Effect: v1alpha1.TaintEffectNoSchedule},
+			{Operator: v1alpha1.TolerationOpExists, Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+		},
+		PriorityClassName: "stores",
+	}
+	for name, pod := range templates(kvs) {
+		assert.Equal(t, map[string]string{"pool": "stores"}, pod.NodeSelector, name)
+		assert.Equal(t, []corev1ac.TolerationApplyConfiguration{
+			{Key: ptr.To("dedicated"), Value: ptr.To("stores"), Effect: ptr.To(corev1.TaintEffectNoSchedule)},
+			{Operator: ptr.To(corev1.TolerationOpExists), Effect: ptr.To(corev1.TaintEffectNoExecute), TolerationSeconds: ptr.To[int64](60)},
+		}, pod.Tolerations, name)
+		assert.Equal(t, "stores", *pod.PriorityClassName, name)
+	}
 }
 
 // Each container gets the resources its part of the spec gives, and a

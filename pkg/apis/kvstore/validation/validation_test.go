@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -64,6 +65,12 @@ func validKVS() *kvstore.KeyValueStore {
 			},
 		},
 	}
+}
+
+// scheduling is a store's spec.scheduling with tolerations, a node
+// selector and a priority class.
+func scheduling(tolerations ...kvstore.Toleration) *kvstore.Scheduling {
+	return &kvstore.Scheduling{NodeSelector: map[string]string{"pool": "stores"}, Tolerations: tolerations, PriorityClassName: "stores"}
 }
 
 // securityContext is a store's securityContext running as user.
@@ -399,6 +406,83 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Finalizers = []string{"example.com/keep", metav1.FinalizerDeleteDependents}
 			},
 			want: expect(forbidden("metadata.finalizers")),
+		},
+
+		// spec.scheduling: what kube-apiserver checks of a Pod's same fields.
+		{
+			name: "scheduling",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling(
+					kvstore.Toleration{Key: "dedicated", Value: "stores", Effect: kvstore.TaintEffectNoSchedule},
+					kvstore.Toleration{Key: "example.com/gpu", Operator: kvstore.TolerationOpExists},
+					kvstore.Toleration{Operator: kvstore.TolerationOpExists},
+					kvstore.Toleration{Key: "node.kubernetes.io/unreachable", Operator: kvstore.TolerationOpExists,
+						Effect: kvstore.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](-5)},
+				)
+			},
+		},
+		{
+			name: "scheduling node selector not labels",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling()
+				k.Spec.Scheduling.NodeSelector = map[string]string{"a b": "c", "pool": "no spaces"}
+			},
+			want: expect(invalid("spec.scheduling.nodeSelector"), invalid("spec.scheduling.nodeSelector")),
+		},
+		{
+			name: "scheduling node selector too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling()
+				for i := range 65 {
+					k.Spec.Scheduling.NodeSelector[fmt.Sprintf("k%d", i)] = "v"
+				}
+			},
+			want: expect(tooMany("spec.scheduling.nodeSelector")),
+		},
+		{
+			name: "scheduling tolerations too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling(slices.Repeat([]kvstore.Toleration{{Operator: kvstore.TolerationOpExists}}, 65)...)
+			},
+			want: expect(tooMany("spec.scheduling.tolerations")),
+		},
+		{
+			name: "scheduling toleration fields",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling(
+					kvstore.Toleration{Key: "bad key", Operator: kvstore.TolerationOpExists},
+					kvstore.Toleration{Key: "k", Operator: kvstore.TolerationOpExists, Value: "v"},
+					kvstore.Toleration{Value: "v"},
+					kvstore.Toleration{Key: "k", Operator: "In"},
+					kvstore.Toleration{Key: "k", Value: "not a label value", Effect: "Evict"},
+					kvstore.Toleration{Key: "k", Effect: kvstore.TaintEffectNoSchedule, TolerationSeconds: ptr.To[int64](1)},
+				)
+			},
+			want: expect(
+				invalid("spec.scheduling.tolerations[0].key"),
+				invalid("spec.scheduling.tolerations[1].value"),
+				invalid("spec.scheduling.tolerations[2].operator"),
+				notSupported("spec.scheduling.tolerations[3].operator"),
+				invalid("spec.scheduling.tolerations[4].value"),
+				notSupported("spec.scheduling.tolerations[4].effect"),
+				invalid("spec.scheduling.tolerations[5].tolerationSeconds"),
+			),
+		},
+		{
+			name: "scheduling priority class",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling()
+				k.Spec.Scheduling.PriorityClassName = "Not_A_Name"
+			},
+			want: expect(invalid("spec.scheduling.priorityClassName")),
+		},
+		{
+			name: "scheduling priority class too long",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = scheduling()
+				k.Spec.Scheduling.PriorityClassName = strings.Repeat("a", 254)
+			},
+			want: expect(tooLong("spec.scheduling.priorityClassName")),
 		},
 
 		// spec.securityContext: IDs within a Pod's range, the user not root.
