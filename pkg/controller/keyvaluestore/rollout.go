@@ -27,14 +27,17 @@ var cannotStartReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidIm
 	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
 // podCannotStart says a container of p waits for a reason it will not get
-// over by itself.
+// over by itself, or the scheduler found no node for p (a node selector or
+// taint of a spec.scheduling since changed).
 func podCannotStart(p *corev1.Pod) bool {
 	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		if w := cs.State.Waiting; w != nil && slices.Contains(cannotStartReasons, w.Reason) {
 			return true
 		}
 	}
-	return false
+	return p.Spec.NodeName == "" && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+	})
 }
 
 // replaceStuckPod deletes the data Pod that keeps the StatefulSet's rollout

@@ -116,6 +116,27 @@ func TestAStuckRolloutReplacesThePodThatCannotStart(t *testing.T) {
 	}
 }
 
+// A Pod the scheduler found no node for, left on a revision since replaced
+// (a node selector mistyped, then fixed), is replaced too: an OrderedReady
+// StatefulSet would wait on it for ever (found by review).
+func TestAStuckRolloutReplacesAnUnschedulablePod(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.setPod(kvs, 2, func(p *corev1.Pod) {
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
+	})
+	f.refreshCache("ns")
+	f.kube.ClearActions()
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Len(t, f.deletedPods(), 1)
+
+	scheduled := revisionPod(kvs, f.statefulSet(kvs), 2, "bad", false)
+	scheduled.Spec.NodeName = "node-1"
+	scheduled.Status.Conditions = append(scheduled.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable})
+	assert.False(t, podCannotStart(scheduled), "bound to a node: the kubelet starts it")
+}
+
 // Two Pods left on the same bad revision (an image ready for a while
 // before it crashes) are replaced one after the other, the lowest first:
 // an OrderedReady StatefulSet recreates a Pod only once every lower one is
