@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,25 +147,29 @@ func playResizer(t *testing.T, kube kubernetes.Interface, ns, store string, n in
 }
 
 // claimUIDs are the UIDs of the first n data claims of store.
-func claimUIDs(t *testing.T, kube kubernetes.Interface, ns, store string, n int) []string {
+func claimUIDs(t *testing.T, kube kubernetes.Interface, ns, store string, n int) []types.UID {
 	t.Helper()
-	var uids []string
-	for i := range n {
-		pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), fmt.Sprintf("data-%s-%d", store, i), metav1.GetOptions{})
-		require.NoError(t, err)
-		uids = append(uids, string(pvc.UID))
-	}
-	return uids
+	return uids(t, n, func(ctx context.Context, i int) (metav1.Object, error) {
+		return kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("data-%s-%d", store, i), metav1.GetOptions{})
+	})
 }
 
 // podUIDs are the UIDs of the first n data Pods of store.
-func podUIDs(t *testing.T, kube kubernetes.Interface, ns, store string, n int) []string {
+func podUIDs(t *testing.T, kube kubernetes.Interface, ns, store string, n int) []types.UID {
 	t.Helper()
-	var uids []string
+	return uids(t, n, func(ctx context.Context, i int) (metav1.Object, error) {
+		return kube.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("%s-%d", store, i), metav1.GetOptions{})
+	})
+}
+
+// uids are the UIDs of the objects get returns for 0 to n-1.
+func uids(t *testing.T, n int, get func(context.Context, int) (metav1.Object, error)) []types.UID {
+	t.Helper()
+	var out []types.UID
 	for i := range n {
-		pod, err := kube.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("%s-%d", store, i), metav1.GetOptions{})
+		obj, err := get(context.Background(), i)
 		require.NoError(t, err)
-		uids = append(uids, strings.Join([]string{pod.Name, string(pod.UID)}, "/"))
+		out = append(out, obj.GetUID())
 	}
-	return uids
+	return out
 }
