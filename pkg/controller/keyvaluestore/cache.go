@@ -31,6 +31,8 @@ func CacheTransform(obj any) (any, error) {
 		o.ManagedFields = nil
 	case *batchv1.Job:
 		o.ManagedFields = nil
+	case *corev1.Event:
+		o.ManagedFields = nil
 	}
 	// The objects the controller applies (StatefulSets, Services,
 	// PodDisruptionBudgets, Deployments) keep their managedFields: an apply

@@ -42,6 +42,11 @@ func TestCacheTransform(t *testing.T) {
 			wantAnnotations: map[string]string{"a": "b"},
 		},
 		{
+			name:            "events lose managedFields (a third of a FailedCreate event)",
+			in:              &corev1.Event{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{"a": "b"}}},
+			wantAnnotations: map[string]string{"a": "b"},
+		},
+		{
 			name:            "applied kinds keep managedFields: skipping a no-op apply reads them",
 			in:              &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed, Annotations: map[string]string{"a": "b"}}},
 			wantAnnotations: map[string]string{"a": "b"},

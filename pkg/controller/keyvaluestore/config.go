@@ -13,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -207,9 +208,17 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 		kubeinformers.WithTransform(CacheTransform))
 	kvsInf := kvsinformers.NewSharedInformerFactoryWithOptions(kvs, 0, kvsinformers.WithTransform(CacheTransform))
 	nsInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTransform(CacheTransform))
-	eventInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
-		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = FailedCreateEvents }),
-		kubeinformers.WithTransform(CacheTransform))
+	// A factory holds one informer per type: one per kind of events.
+	eventInfs := map[string]kubeinformers.SharedInformerFactory{}
+	for _, kind := range failedCreateKinds {
+		eventInfs[kind] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = FailedCreateEvents(kind) }),
+			kubeinformers.WithTransform(CacheTransform))
+	}
+	failedCreates := map[string]coreinformers.EventInformer{}
+	for kind, inf := range eventInfs {
+		failedCreates[kind] = inf.Core().V1().Events()
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -220,17 +229,19 @@ func (cfg Config) runController(ctx context.Context, kube kubernetes.Interface, 
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: FieldManager})
 
-	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, nsInf.Core().V1().Namespaces(), eventInf.Core().V1().Events(), recorder)
+	ctrl, err := newController(kube, kvs, kubeInf, kvsInf, nsInf.Core().V1().Namespaces(), failedCreates, recorder)
 	if err != nil {
 		return err
 	}
 	kubeInf.Start(ctx.Done())
 	kvsInf.Start(ctx.Done())
 	nsInf.Start(ctx.Done())
-	eventInf.Start(ctx.Done())
+	for _, inf := range eventInfs {
+		inf.Start(ctx.Done())
+		defer inf.Shutdown()
+	}
 	defer kubeInf.Shutdown()
 	defer kvsInf.Shutdown()
 	defer nsInf.Shutdown()
-	defer eventInf.Shutdown()
 	return ctrl.Run(ctx, cfg.Workers)
 }

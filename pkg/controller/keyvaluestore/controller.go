@@ -56,9 +56,9 @@ type Controller struct {
 	pods, claims, jobs cache.Indexer
 	// namespaces is unfiltered (namespaces carry no label of ours).
 	namespaces corelisters.NamespaceLister
-	// failedCreates holds only FailedCreate events (FailedCreateEvents), of
-	// every kind.
-	failedCreates corelisters.EventLister
+	// failedCreates holds, per kind of failedCreateKinds, only the
+	// FailedCreate events of that kind (FailedCreateEvents).
+	failedCreates map[string]corelisters.EventLister
 	synced        []cache.InformerSynced
 
 	// The kinds the controller applies, each with its cache, live read,
@@ -79,8 +79,9 @@ var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 // newController wires a Controller to informers. Kube informers should be
 // filtered to objects labelled app.kubernetes.io/managed-by=kvstore-apiserver;
 // the namespace informer is not.
-// failedCreates should be filtered to FailedCreateEvents.
-func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, namespaces coreinformers.NamespaceInformer, failedCreates coreinformers.EventInformer, recorder record.EventRecorder) (*Controller, error) {
+// failedCreates, one per kind of failedCreateKinds, should be filtered to
+// FailedCreateEvents of their kind.
+func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInformers kubeinformers.SharedInformerFactory, kvsInformers kvsinformers.SharedInformerFactory, namespaces coreinformers.NamespaceInformer, failedCreates map[string]coreinformers.EventInformer, recorder record.EventRecorder) (*Controller, error) {
 	stsLister := kubeInformers.Apps().V1().StatefulSets().Lister()
 	deployLister := kubeInformers.Apps().V1().Deployments().Lister()
 	svcLister := kubeInformers.Core().V1().Services().Lister()
@@ -96,7 +97,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 		claims:        kubeInformers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer(),
 		jobs:          kubeInformers.Batch().V1().Jobs().Informer().GetIndexer(),
 		namespaces:    namespaces.Lister(),
-		failedCreates: failedCreates.Lister(),
+		failedCreates: map[string]corelisters.EventLister{},
 		services: ownedKind[*corev1.Service, *corev1ac.ServiceApplyConfiguration]{
 			kind:   "Service",
 			memo:   newAppliedMemo(false),
@@ -181,14 +182,17 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	c.synced = append(c.synced, namespaces.Informer().HasSynced)
 	// A StatefulSet that cannot create a Pod wakes the store of its name, a
 	// Job of ours its store.
-	if _, err := failedCreates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueStoreOfEvent,
-		UpdateFunc: func(_, obj any) { c.enqueueStoreOfEvent(obj) },
-		DeleteFunc: c.enqueueStoreOfEvent,
-	}); err != nil {
-		return nil, err
+	for kind, inf := range failedCreates {
+		c.failedCreates[kind] = inf.Lister()
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueStoreOfEvent,
+			UpdateFunc: func(_, obj any) { c.enqueueStoreOfEvent(obj) },
+			DeleteFunc: c.enqueueStoreOfEvent,
+		}); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, inf.Informer().HasSynced)
 	}
-	c.synced = append(c.synced, failedCreates.Informer().HasSynced)
 
 	// An object's memo entry goes with it.
 	for _, o := range []struct {
@@ -318,10 +322,11 @@ func (c *Controller) enqueueOwnerOfClaim(obj any) {
 	c.enqueueOwnerIfTearingDown(obj)
 }
 
-// claimGrowing says obj is a claim of a store whose spec.storage it asks
-// for less than, or a bound claim that holds less than it asks for: a
-// growth resizeClaims has to ask for or report. A store never grown has
-// neither (its claims ask for what the template gives, and bind with it).
+// claimGrowing says obj is a claim of a store whose spec.storage it
+// neither asks for nor holds, or a bound claim that holds less than it asks
+// for: a growth resizeClaims has to ask for or report. A store never grown
+// has neither (its claims ask for what the template gives, and bind with
+// it).
 func (c *Controller) claimGrowing(obj any) bool {
 	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
@@ -337,7 +342,7 @@ func (c *Controller) claimGrowing(obj any) bool {
 	}
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
-	return kvs.Spec.Storage.VolumeSize.Cmp(requested) > 0 ||
+	return holdsLessThan(pvc, kvs.Spec.Storage.VolumeSize) ||
 		(pvc.Status.Phase == corev1.ClaimBound && requested.Cmp(capacity) > 0)
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -74,7 +75,7 @@ func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Obj
 	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.kvsInf = kvsinformers.NewSharedInformerFactory(f.kvs, 0)
 	f.recorder = record.NewFakeRecorder(100)
-	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), f.recorder)
+	c, err := f.newController(f.recorder)
 	require.NoError(t, err)
 	c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	f.c = c
@@ -85,6 +86,15 @@ func newFixture(t *testing.T, store *v1alpha1.KeyValueStore, objs ...runtime.Obj
 		f.cache(o)
 	}
 	return f
+}
+
+// newController is a controller over the fixture's clientsets and
+// informers, recording to rec. One events informer serves every kind:
+// refusal matches events by their object's UID.
+func (f *fixture) newController(rec record.EventRecorder) (*Controller, error) {
+	events := f.kubeInf.Core().V1().Events()
+	return newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(),
+		map[string]coreinformers.EventInformer{"StatefulSet": events, "Job": events}, rec)
 }
 
 // cache puts obj into its informer's store, as a watch event would.
@@ -786,7 +796,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	assert.Equal(t, StepFinalBackup, reason)
 
 	// Restart: a new controller over the same cluster state resumes.
-	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), f.recorder)
+	f.c, err = f.newController(f.recorder)
 	require.NoError(t, err)
 	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	kube, reason = step()
@@ -1561,7 +1571,7 @@ func TestEventsNameTheStoreInThePreferredVersion(t *testing.T) {
 	kvs := newStore()
 	f := newFixture(t, kvs)
 	rec := &involvedRecorder{}
-	c, err := newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), rec)
+	c, err := f.newController(rec)
 	require.NoError(t, err)
 	c.now = f.c.now
 	f.c = c

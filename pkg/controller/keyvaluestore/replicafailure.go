@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,10 +23,17 @@ import (
 // ReasonFailedCreate: a workload of the store cannot create its Pods.
 const ReasonFailedCreate = "FailedCreate"
 
-// FailedCreateEvents selects the events of a workload that cannot create a
-// Pod: the only events the controller caches. A StatefulSet and a Job have
-// no status condition for it (a Deployment has ReplicaFailure).
-var FailedCreateEvents = fields.Set{"reason": "FailedCreate"}.AsSelector().String()
+// FailedCreateEvents selects the events of a workload of kind that cannot
+// create a Pod: the only events the controller caches, of StatefulSets and
+// Jobs (failedCreateKinds), which have no status condition for it (a
+// Deployment has ReplicaFailure). A field selector names one kind, so each
+// kind has its informer.
+func FailedCreateEvents(kind string) string {
+	return fields.Set{"reason": "FailedCreate", "involvedObject.kind": kind}.AsSelector().String()
+}
+
+// failedCreateKinds are the kinds whose FailedCreate events are cached.
+var failedCreateKinds = []string{"StatefulSet", "Job"}
 
 // maxFailureMessage bounds what of a refusal the condition repeats.
 const maxFailureMessage = 1024
@@ -65,7 +73,7 @@ func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1
 	if sts == nil || sts.Spec.Replicas == nil || sts.Status.Replicas >= *sts.Spec.Replicas {
 		return ""
 	}
-	return c.refusal(kvs, sts, ComponentData, appliedAt(sts))
+	return c.refusal(kvs, sts, "StatefulSet", ComponentData, appliedAt(sts))
 }
 
 // jobFailure is the refusal of job's Pod (see refusal) while the Job has
@@ -76,15 +84,39 @@ func (c *Controller) jobFailure(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, c
 		ptr.Deref(job.Spec.Suspend, false) || job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
 		return ""
 	}
-	return c.refusal(kvs, job, component, time.Time{})
+	return jobRefusal(c.refusal(kvs, job, "Job", component, time.Time{}), job.Name)
+}
+
+// combinedPrefix starts the message of an event the recorder aggregated
+// from similar ones.
+const combinedPrefix = "(combined from similar events): "
+
+// jobRefusal is msg, a refusal of a Pod of Job job, the same for every
+// retry: each names a new Pod (generated from the Job's name), and after
+// ten the event recorder combines them. Otherwise every retry would
+// rewrite the backup's status and the store's, with a Warning event.
+func jobRefusal(msg, job string) string {
+	msg = strings.TrimPrefix(msg, combinedPrefix)
+	return generatedPodName(job).ReplaceAllLiteralString(msg, `pods "`+job+`-…"`)
+}
+
+// generatedPodName matches a Pod name generated from job's, quoted as
+// kube-apiserver quotes it in a refusal.
+func generatedPodName(job string) *regexp.Regexp {
+	return regexp.MustCompile(`pods "` + regexp.QuoteMeta(job) + `-[a-z0-9]+"`)
 }
 
 // refusal is the message of the newest FailedCreate event of owner, a
-// workload of the store whose Pods are of component, unless a Pod of it
-// was created after that event (the refusal is over) or the controller
-// changed it after (changedAt; zero if it does not count); "" if none.
-func (c *Controller) refusal(kvs *v1alpha1.KeyValueStore, owner metav1.Object, component string, changedAt time.Time) string {
-	events, err := c.failedCreates.Events(owner.GetNamespace()).List(labels.Everything())
+// workload of kind of the store whose Pods are of component, unless a Pod
+// of it was created after that event (the refusal is over) or the
+// controller changed it after (changedAt; zero if it does not count); ""
+// if none.
+func (c *Controller) refusal(kvs *v1alpha1.KeyValueStore, owner metav1.Object, kind, component string, changedAt time.Time) string {
+	lister, ok := c.failedCreates[kind]
+	if !ok {
+		return ""
+	}
+	events, err := lister.Events(owner.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return ""
 	}

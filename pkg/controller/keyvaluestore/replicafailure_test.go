@@ -197,6 +197,34 @@ func TestABackupSaysWhyItsPodIsRefused(t *testing.T) {
 	assert.Nil(t, f.replicaFailure(kvs))
 }
 
+// A Job's refusals name a new Pod each retry, and the recorder combines
+// them after ten: each would rewrite the backup's status and the store's,
+// with a Warning event, once per retry (found by review).
+func TestAJobRefusalIsTheSameForEveryRetry(t *testing.T) {
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	f.events()
+	job := f.job(backupJobName(f.backup("b"), 1))
+	for i, msg := range []string{
+		`Error creating: pods "b-1-g2nd9" is forbidden: failed quota: compute: must specify limits.memory`,
+		`Error creating: pods "b-1-dh76m" is forbidden: failed quota: compute: must specify limits.memory`,
+		`(combined from similar events): Error creating: pods "b-1-x8k2p" is forbidden: failed quota: compute: must specify limits.memory`,
+	} {
+		e := failedCreate(job, testNow.Add(time.Duration(i)*time.Minute))
+		e.Message = msg
+		f.cache(e)
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, `attempt 1: Job b-1 cannot create its Pod: Error creating: pods "b-1-…" is forbidden: failed quota: compute: must specify limits.memory`,
+		f.backup("b").Status.Message)
+	assert.Len(t, f.events(), 1, "one Warning event, not one per retry")
+}
+
 // job is the Job name on the fake server.
 func (f *fixture) job(name string) *batchv1.Job {
 	f.t.Helper()

@@ -82,15 +82,20 @@ func (c *Controller) resizeClaims(ctx context.Context, kvs *v1alpha1.KeyValueSto
 	}
 	want := kvs.Spec.Storage.VolumeSize
 	tmpl, hasTemplate := claimTemplateSize(sts)
-	// Claims made from a template below the spec ask for less; only then is
-	// a claim the cache lacks (made by hand) read from the server.
+	replicas := ptr.Deref(sts.Spec.Replicas, 1)
+	// Claims made from a template below the spec ask for less, and so may
+	// cached ones made from an earlier template.
 	belowSpec := hasTemplate && want.Cmp(tmpl) > 0
-	asked := belowSpec || meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized) != nil
+	asked := belowSpec || meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized) != nil ||
+		len(c.claimsToGrow(kvs, sts, replicas)) > 0
 	lineage := c.lineage(kvs, sts)
 	var report claimsReport
 	var readLive bool
-	for i := range ptr.Deref(sts.Spec.Replicas, 1) {
-		pvc, live, err := c.dataClaim(ctx, kvs, i, belowSpec)
+	for i := range replicas {
+		// A claim the cache lacks (made by hand, or just made) is read from
+		// the server when it may have to grow, or its replica runs (so it
+		// exists): not for every claim of a store being created.
+		pvc, live, err := c.dataClaim(ctx, kvs, i, asked || i < sts.Status.Replicas)
 		if err != nil {
 			return storageResize{}, err
 		}
@@ -101,13 +106,13 @@ func (c *Controller) resizeClaims(ctx context.Context, kvs *v1alpha1.KeyValueSto
 			}
 			continue
 		}
-		asksLess := asksLessThan(pvc, want)
-		asked = asked || asksLess
+		short := holdsLessThan(pvc, want)
+		asked = asked || short
 		if pvc.DeletionTimestamp != nil {
 			continue
 		}
 		if !ofLineage(pvc, lineage) {
-			if asksLess {
+			if short {
 				report.foreign = append(report.foreign, fmt.Sprintf("claim %s: holds the data of another store (uid %s), not grown", pvc.Name, pvc.Labels[LabelStoreUID]))
 			}
 			continue // another store's data: never touched
@@ -140,17 +145,20 @@ func (c *Controller) claimsToGrow(kvs *v1alpha1.KeyValueStore, sts *appsv1.State
 	var names []string
 	for i := range n {
 		pvc := c.cachedClaim(kvs, i)
-		if pvc != nil && pvc.DeletionTimestamp == nil && ofLineage(pvc, lineage) && asksLessThan(pvc, want) {
+		if pvc != nil && pvc.DeletionTimestamp == nil && ofLineage(pvc, lineage) && holdsLessThan(pvc, want) {
 			names = append(names, pvc.Name)
 		}
 	}
 	return names
 }
 
-// asksLessThan says pvc's storage request is below want.
-func asksLessThan(pvc *corev1.PersistentVolumeClaim, want resource.Quantity) bool {
+// holdsLessThan says pvc neither asks for nor holds want: it has to be
+// asked for more. (A claim may hold more than it asks for: one bound to a
+// larger volume, or rounded up by its provisioner.)
+func holdsLessThan(pvc *corev1.PersistentVolumeClaim, want resource.Quantity) bool {
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	return requested.Cmp(want) < 0
+	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
+	return requested.Cmp(want) < 0 && capacity.Cmp(want) < 0
 }
 
 // ofLineage says pvc holds the store's data: made by hand (unlabelled) or
@@ -210,13 +218,25 @@ func (s claimState) String() string { return "claim " + s.name + ": " + s.detail
 // still below it.
 func (c *Controller) growClaim(ctx context.Context, kvs *v1alpha1.KeyValueStore, pvc *corev1.PersistentVolumeClaim, want resource.Quantity) (claimState, error) {
 	st := claimState{name: pvc.Name}
-	if pvc.Status.Phase != corev1.ClaimBound {
+	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
+	bound := pvc.Status.Phase == corev1.ClaimBound
+	switch {
+	case capacity.Cmp(want) >= 0:
+		// Holds enough already: a request raised anyway would be refused
+		// where the class cannot expand (a small claim bound to a large
+		// volume).
+		st.done = true
+		return st, nil
+	case !bound && requested.Cmp(want) >= 0:
+		st.done = true // binds with enough
+		return st, nil
+	case !bound:
 		// kube-apiserver lets only a bound claim's request change.
 		st.detail = cmp.Or(string(pvc.Status.Phase), string(corev1.ClaimPending)) + ", grown once bound"
 		return st, nil
 	}
-	requested, hasRequest := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	if !hasRequest || requested.Cmp(want) < 0 {
+	if requested.Cmp(want) < 0 {
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion},
 			"spec":     map[string]any{"resources": map[string]any{"requests": map[string]any{string(corev1.ResourceStorage): want.String()}}},
@@ -229,11 +249,6 @@ func (c *Controller) growClaim(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		}
 		c.recorder.Eventf(kvs, corev1.EventTypeNormal, "ResizingClaim", "Asked claim %s for %s (it asked for %s)", pvc.Name, want.String(), requested.String())
 		st.detail = "asked for " + want.String()
-		return st, nil
-	}
-	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
-	if capacity.Cmp(want) >= 0 {
-		st.done = true
 		return st, nil
 	}
 	st.detail = fmt.Sprintf("holds %s of %s", capacity.String(), want.String())

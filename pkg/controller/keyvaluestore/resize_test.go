@@ -349,6 +349,48 @@ func TestAGrowingClaimMadeByHandIsPolled(t *testing.T) {
 	assert.Equal(t, "2Gi", ptr.To(f.claim(kvs, 0).Spec.Resources.Requests[corev1.ResourceStorage]).String(), "grown too")
 }
 
+// A claim that holds the new size already (bound to a larger volume) is
+// not asked for it: where its class cannot expand, the request would be
+// refused for ever though nothing is missing (found by review).
+func TestAClaimThatHoldsEnoughIsNotAsked(t *testing.T) {
+	f, kvs := grownStore(t, "5Gi")
+	for i := range int32(3) {
+		pvc := f.claim(kvs, i)
+		pvc.Status.Capacity[corev1.ResourceStorage] = resource.MustParse("10Gi")
+		f.putClaim(pvc)
+	}
+	_, err := f.resync(kvs)
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Empty(t, kube)
+	assert.Equal(t, ReasonResized, f.storageResized(kvs).Reason)
+}
+
+// A claim made by hand is grown also once the StatefulSet was recreated at
+// the new size: it is read from the server while its replica runs (found
+// by review: it was left small, and the store read Resized).
+func TestAClaimMadeByHandGrowsAfterTheStatefulSetIsRecreated(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	byHand := boundClaim(kvs, 0, "1Gi")
+	byHand.Labels = nil
+	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(t.Context(), byHand, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.putClaim(boundClaim(kvs, 1, "1Gi"))
+	f.putClaim(boundClaim(kvs, 2, "1Gi"))
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("2Gi") })
+	f.deleteStatefulSet(kvs)
+	_, err = f.resync(kvs) // recreates it at 2Gi
+	require.NoError(t, err)
+	f.markReady(kvs) // it adopts the running Pods
+	_, err = f.resync(kvs)
+	require.NoError(t, err)
+	assert.Equal(t, "2Gi", ptr.To(f.claim(kvs, 0).Spec.Resources.Requests[corev1.ResourceStorage]).String())
+	assert.Equal(t, ReasonResizing, f.storageResized(kvs).Reason)
+}
+
 // A replica that runs on a claim of another store's lineage (never
 // touched) keeps the condition from saying every claim holds the size
 // (found by review).

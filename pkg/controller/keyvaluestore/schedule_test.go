@@ -129,7 +129,7 @@ func TestScheduleCreatesEachSlotOnce(t *testing.T) {
 
 	// A restarted controller over the same state: no second backup for the slot.
 	f.refreshCache("ns")
-	f.c, err = newController(f.kube, f.kvs, f.kubeInf, f.kvsInf, f.kubeInf.Core().V1().Namespaces(), f.kubeInf.Core().V1().Events(), f.recorder)
+	f.c, err = f.newController(f.recorder)
 	require.NoError(t, err)
 	f.c.now = func() metav1.Time { return metav1.NewTime(f.now) }
 	_, err = f.sync(f.stored(kvs))
