@@ -38,7 +38,9 @@ func TestStoresRunWhereTheyAreScheduled(t *testing.T) {
 	_, err := kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
 		ObjectMeta: metav1.ObjectMeta{Name: ns}, Value: 1000000}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = kube.SchedulingV1().PriorityClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.SchedulingV1().PriorityClasses().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
 
 	placed := store("placed", 3)
 	placed.Spec.Proxy = &v1alpha1.ProxySpec{Replicas: ptr.To[int32](1), Image: "envoyproxy/envoy:v1.31.0"}
