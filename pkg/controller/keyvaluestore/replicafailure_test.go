@@ -163,15 +163,9 @@ func TestReplicaFailuresWakeTheStore(t *testing.T) {
 // store's ReplicaFailure, until a Pod of it is created. Before, the backup
 // read "runs" until its deadline failed it.
 func TestABackupSaysWhyItsPodIsRefused(t *testing.T) {
-	kvs := newStore(withBackup)
-	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.refreshCache("ns")
-	f.events()
-	job := f.job(backupJobName(f.backup("b"), 1))
+	f, kvs, job := runningBackup(t)
 	f.cache(failedCreate(job, testNow))
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	b := f.backup("b")
 	assert.Equal(t, v1alpha1.BackupPhaseRunning, b.Status.Phase)
@@ -201,13 +195,7 @@ func TestABackupSaysWhyItsPodIsRefused(t *testing.T) {
 // them after ten: each would rewrite the backup's status and the store's,
 // with a Warning event, once per retry (found by review).
 func TestAJobRefusalIsTheSameForEveryRetry(t *testing.T) {
-	kvs := newStore(withBackup)
-	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.refreshCache("ns")
-	f.events()
-	job := f.job(backupJobName(f.backup("b"), 1))
+	f, kvs, job := runningBackup(t)
 	for i, msg := range []string{
 		`Error creating: pods "b-1-g2nd9" is forbidden: failed quota: compute: must specify limits.memory`,
 		`Error creating: pods "b-1-dh76m" is forbidden: failed quota: compute: must specify limits.memory`,
@@ -217,12 +205,25 @@ func TestAJobRefusalIsTheSameForEveryRetry(t *testing.T) {
 		e.Message = msg
 		f.cache(e)
 		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
+		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, `attempt 1: Job b-1 cannot create its Pod: Error creating: pods "b-1-…" is forbidden: failed quota: compute: must specify limits.memory`,
 		f.backup("b").Status.Message)
 	assert.Len(t, f.events(), 1, "one Warning event, not one per retry")
+}
+
+// runningBackup is a store whose Manual backup "b" runs its first Job, on
+// refreshed caches, its events drained.
+func runningBackup(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *batchv1.Job) {
+	t.Helper()
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	f.events()
+	return f, kvs, f.job(backupJobName(f.backup("b"), 1))
 }
 
 // job is the Job name on the fake server.

@@ -329,24 +329,29 @@ func TestClaimsGrowAfterTheStatefulSetIsRecreated(t *testing.T) {
 // store back: while it has not grown, the store looks again now and then
 // (found by review: StorageResized stayed Resizing after the growth).
 func TestAGrowingClaimMadeByHandIsPolled(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	byHand := boundClaim(kvs, 0, "1Gi")
-	byHand.Labels = nil // none of ours: the cache never holds it
-	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(t.Context(), byHand, metav1.CreateOptions{})
-	require.NoError(t, err)
-	for i := range int32(3) {
-		if i > 0 {
-			f.putClaim(boundClaim(kvs, i, "1Gi"))
-		}
-	}
+	f, kvs := storeOnAClaimMadeByHand(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("2Gi") })
 	res, err := f.resync(kvs)
 	require.NoError(t, err)
 	assert.Equal(t, waitFallback, res.requeueAfter)
 	assert.Equal(t, "2Gi", ptr.To(f.claim(kvs, 0).Spec.Resources.Requests[corev1.ResourceStorage]).String(), "grown too")
+}
+
+// storeOnAClaimMadeByHand is a synced store of three on bound 1Gi claims,
+// the first made by hand: none of our labels, so never in the cache.
+func storeOnAClaimMadeByHand(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+	t.Helper()
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	byHand := boundClaim(kvs, 0, "1Gi")
+	byHand.Labels = nil
+	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(t.Context(), byHand, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.putClaim(boundClaim(kvs, 1, "1Gi"))
+	f.putClaim(boundClaim(kvs, 2, "1Gi"))
+	return f, kvs
 }
 
 // A claim that holds the new size already (bound to a larger volume) is
@@ -370,19 +375,10 @@ func TestAClaimThatHoldsEnoughIsNotAsked(t *testing.T) {
 // the new size: it is read from the server while its replica runs (found
 // by review: it was left small, and the store read Resized).
 func TestAClaimMadeByHandGrowsAfterTheStatefulSetIsRecreated(t *testing.T) {
-	kvs := newStore()
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	byHand := boundClaim(kvs, 0, "1Gi")
-	byHand.Labels = nil
-	_, err = f.kube.CoreV1().PersistentVolumeClaims("ns").Create(t.Context(), byHand, metav1.CreateOptions{})
-	require.NoError(t, err)
-	f.putClaim(boundClaim(kvs, 1, "1Gi"))
-	f.putClaim(boundClaim(kvs, 2, "1Gi"))
+	f, kvs := storeOnAClaimMadeByHand(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Storage.VolumeSize = resource.MustParse("2Gi") })
 	f.deleteStatefulSet(kvs)
-	_, err = f.resync(kvs) // recreates it at 2Gi
+	_, err := f.resync(kvs) // recreates it at 2Gi
 	require.NoError(t, err)
 	f.markReady(kvs) // it adopts the running Pods
 	_, err = f.resync(kvs)
