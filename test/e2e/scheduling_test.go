@@ -28,8 +28,8 @@ const poolKey = "kvstore.io/e2e-pool"
 // A store's Pods run where spec.scheduling says, through the real
 // kube-scheduler and kube-apiserver's Priority admission: on a node set
 // aside for them (labelled and tainted), with the store's priority. A store
-// without the toleration is not scheduled there, and one naming a missing
-// PriorityClass says why its Pods are refused.
+// without the toleration is not scheduled there until it is given it, and
+// one naming a missing PriorityClass says why its Pods are refused.
 func TestStoresRunWhereTheyAreScheduled(t *testing.T) {
 	ctx := context.Background()
 	kube, kvs := clients(t)
@@ -84,6 +84,12 @@ func TestStoresRunWhereTheyAreScheduled(t *testing.T) {
 		}
 		return fmt.Errorf("pod untolerated-0 not reported unschedulable: %v", p.Status.Conditions)
 	}))
+	// Given the toleration, it runs: the Pod it was created with, on the
+	// StatefulSet's first revision, is replaced (the StatefulSet itself
+	// waits for it for ever).
+	mustKubectl(t, "patch", "kvs", "untolerated", "-n", ns, "--type=merge", "-p",
+		fmt.Sprintf(`{"spec":{"scheduling":{"tolerations":[{"key":%q,"value":%q,"effect":"NoSchedule"}]}}}`, poolKey, ns))
+	waitStore(t, kvs, ns, "untolerated", "Ready once it tolerates the taint", isReady)
 
 	unknown := store("unknown", 1)
 	unknown.Spec.Scheduling = &v1alpha1.Scheduling{PriorityClassName: "missing-" + ns}

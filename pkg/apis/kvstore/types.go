@@ -402,9 +402,9 @@ const (
 	ConditionReplicaFailure = "ReplicaFailure"
 	// ConditionStorageResized reports the growth of spec.storage to the data
 	// replicas' claims: False while a claim holds less (the reason says
-	// whether it is Resizing, ResizeRefused or ResizeInfeasible), True
-	// (Resized) once every claim holds it. Absent while spec.storage is the
-	// size the store was created with.
+	// whether it is Resizing, ResizeRefused, ResizeInfeasible or
+	// ClaimOfAnotherStore), True (Resized) once every claim holds it.
+	// Absent until a claim is first asked to grow; kept from then on.
 	ConditionStorageResized = "StorageResized"
 )
 

@@ -97,13 +97,21 @@ const combinedPrefix = "(combined from similar events): "
 // rewrite the backup's status and the store's, with a Warning event.
 func jobRefusal(msg, job string) string {
 	msg = strings.TrimPrefix(msg, combinedPrefix)
-	return generatedPodName(job).ReplaceAllLiteralString(msg, `pods "`+job+`-…"`)
+	prefix := generatedNamePrefix(job + "-")
+	return regexp.MustCompile(`pods "`+regexp.QuoteMeta(prefix)+`[a-z0-9]+"`).ReplaceAllLiteralString(msg, `pods "`+prefix+`…"`)
 }
 
-// generatedPodName matches a Pod name generated from job's, quoted as
-// kube-apiserver quotes it in a refusal.
-func generatedPodName(job string) *regexp.Regexp {
-	return regexp.MustCompile(`pods "` + regexp.QuoteMeta(job) + `-[a-z0-9]+"`)
+// maxGeneratedNamePrefix is how much of a generateName kube-apiserver keeps
+// before the 5 random characters it adds (a name has at most 63).
+const maxGeneratedNamePrefix = 58
+
+// generatedNamePrefix is what kube-apiserver keeps of generateName, as
+// the Job controller gives its Pods the Job's name and "-".
+func generatedNamePrefix(generateName string) string {
+	if len(generateName) > maxGeneratedNamePrefix {
+		return generateName[:maxGeneratedNamePrefix]
+	}
+	return generateName
 }
 
 // refusal is the message of the newest FailedCreate event of owner, a

@@ -226,6 +226,18 @@ func runningBackup(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *batchv1.Jo
 	return f, kvs, f.job(backupJobName(f.backup("b"), 1))
 }
 
+// A Job named with 58 characters or more has Pods named from its first 58
+// (kube-apiserver cuts a generateName there): those are read as the same
+// Pod too (found by review).
+func TestAJobRefusalOfALongJobNameIsTheSameForEveryRetry(t *testing.T) {
+	job := strings.Repeat("j", 60)
+	prefix := job[:58]
+	first := jobRefusal(`(combined from similar events): Error creating: pods "`+prefix+`abcde" is forbidden: x`, job)
+	assert.Equal(t, `Error creating: pods "`+prefix+`…" is forbidden: x`, first)
+	assert.Equal(t, first, jobRefusal(`Error creating: pods "`+prefix+`vwxyz" is forbidden: x`, job))
+	assert.Equal(t, `pods "other-1-abcde" is forbidden`, jobRefusal(`pods "other-1-abcde" is forbidden`, "b-1"), "another Job's Pod is left as it is")
+}
+
 // job is the Job name on the fake server.
 func (f *fixture) job(name string) *batchv1.Job {
 	f.t.Helper()

@@ -71,6 +71,11 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 	if beingCreated(sts, pods) {
 		return nil
 	}
+	// A store never Ready has no good revision to keep: its current one is
+	// the one it was created at, which never ran (an image or a node
+	// selector mistyped at creation, then fixed). Below a partition set by
+	// hand a Pod would come back on it, so not then.
+	keepCurrent := kvs.Status.CurrentImage != "" || sts.Status.CurrentRevision == sts.Status.UpdateRevision || partitioned(sts)
 	var stuck *corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
@@ -80,7 +85,7 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 			continue
 		}
 		revision := p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if !metav1.IsControlledBy(p, sts) || revision == sts.Status.UpdateRevision || revision == sts.Status.CurrentRevision ||
+		if !metav1.IsControlledBy(p, sts) || revision == sts.Status.UpdateRevision || (keepCurrent && revision == sts.Status.CurrentRevision) ||
 			!podCannotStart(p) {
 			// A Pod not ready that was not left behind by the rollout: it
 			// may wait on it, and a Pod deleted now would come back on the
@@ -112,6 +117,13 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 		"Deleted data Pod %s: it runs revision %s and cannot start, and the StatefulSet does not replace a Pod that is not ready; it is recreated on revision %s, its claim kept",
 		stuck.Name, stuck.Labels[appsv1.ControllerRevisionHashLabelKey], sts.Status.UpdateRevision)
 	return nil
+}
+
+// partitioned says sts's rolling update holds Pods below an ordinal back
+// (a partition set by hand).
+func partitioned(sts *appsv1.StatefulSet) bool {
+	ru := sts.Spec.UpdateStrategy.RollingUpdate
+	return ru != nil && ptr.Deref(ru.Partition, 0) > 0
 }
 
 // beingCreated says the StatefulSet is about to create one of its Pods (a

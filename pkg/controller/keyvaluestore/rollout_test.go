@@ -137,6 +137,49 @@ func TestAStuckRolloutReplacesAnUnschedulablePod(t *testing.T) {
 	assert.False(t, podCannotStart(scheduled), "bound to a node: the kubelet starts it")
 }
 
+// A store never Ready whose first Pod cannot start (a node selector or an
+// image mistyped at creation) is fixed: the Pod is on the StatefulSet's
+// current revision, the one it was created at, which never ran; it is
+// replaced too (found by review: the store stayed Creating). A store that
+// was Ready keeps its current revision's Pods, and so does one whose
+// rollout a partition holds back.
+func TestANeverReadyStoreReplacesThePodItWasCreatedWith(t *testing.T) {
+	for name, tc := range map[string]struct {
+		wasReady, partition bool
+		deleted             int
+	}{
+		"never Ready":         {deleted: 1},
+		"Ready once":          {wasReady: true},
+		"held by a partition": {partition: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kvs := newStore(func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](1) })
+			if tc.wasReady {
+				kvs.Status.CurrentImage = "redis:7.2"
+			}
+			f := newFixture(t, kvs)
+			_, err := f.sync(kvs)
+			require.NoError(t, err)
+			f.setStatefulSet(kvs, "kube-controller-manager", func(s *appsv1.StatefulSet) {
+				s.UID = "sts-uid"
+				s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, CurrentRevision: "created", UpdateRevision: "fixed"}
+				if tc.partition {
+					s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}
+				}
+			})
+			pod := revisionPod(kvs, f.statefulSet(kvs), 0, "created", false)
+			pod.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
+			f.addPod(pod)
+			f.refreshCache("ns")
+			f.kube.ClearActions()
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			assert.Len(t, f.deletedPods(), tc.deleted)
+		})
+	}
+}
+
 // Two Pods left on the same bad revision (an image ready for a while
 // before it crashes) are replaced one after the other, the lowest first:
 // an OrderedReady StatefulSet recreates a Pod only once every lower one is
