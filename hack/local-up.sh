@@ -457,7 +457,10 @@ EOT
   ensure kvstore-apiserver start_kvstore kvstore-apiserver "${KVSTORE_PORT}" ${KVSTORE_EXTRA_FLAGS:-}
   wait_for "APIServices v1beta1 and v1alpha1.kvstore.io Available" 90 \
     kubectl wait --for=condition=Available --timeout=2s apiservice/v1beta1.kvstore.io apiservice/v1alpha1.kvstore.io
-  wait_for "discovery of keyvaluestores" 30 bash -c "'${BIN}/kubectl' --kubeconfig '${KUBECONFIG_ADMIN}' api-resources --api-group=kvstore.io | grep -q keyvaluestores"
+  # In the preferred version, v1beta1: kube-apiserver's aggregated
+  # discovery may list only v1alpha1 for a moment after kvstore-apiserver
+  # restarts, and the example (v1beta1) would then not map.
+  wait_for "discovery of keyvaluestores in kvstore.io/v1beta1" 30 bash -c "'${BIN}/kubectl' --kubeconfig '${KUBECONFIG_ADMIN}' api-resources --api-group=kvstore.io --no-headers | grep '^keyvaluestores ' | grep -q ' kvstore.io/v1beta1 '"
   wait_for "kwok Nodes Ready" 60 kubectl wait --for=condition=Ready --timeout=2s node --all
   wait_for "default ServiceAccount" 60 kubectl get serviceaccount default -n default
   # A condition seen before a restart (Available) may pass while what was
@@ -536,6 +539,14 @@ EOT
 }
 
 create_example() {
+  # kube-apiserver's discovery of kvstore.io can lag a restart of
+  # kvstore-apiserver by a moment ("no matches for kind"): try again for a
+  # while, and show the error of the last try.
+  local try
+  for try in $(seq 1 20); do
+    kubectl apply -f "${ROOT}/artifacts/examples/keyvaluestore.yaml" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
   kubectl apply -f "${ROOT}/artifacts/examples/keyvaluestore.yaml" >/dev/null
   kubectl get kvs -A
 }
