@@ -231,14 +231,14 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 // Warning event when that is first recorded; without it the backup would
 // read "runs" until its deadline failed it.
 func (c *Controller) reportJobRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job, attempt int) error {
+	if b.Status.Phase != v1alpha1.BackupPhaseRunning {
+		return nil // recorded as started only by startBackupAttempt
+	}
 	msg, eventType := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), ""
 	if kvs != nil {
 		if why := c.jobFailure(kvs, job, ComponentBackup); why != "" {
 			msg, eventType = fmt.Sprintf("attempt %d: Job %s cannot create its Pod: %s", attempt, job.Name, truncate(why, maxFailureMessage)), corev1.EventTypeWarning
 		}
-	}
-	if b.Status.Phase != v1alpha1.BackupPhaseRunning {
-		return nil // recorded as started only by startBackupAttempt
 	}
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) { st.Message = msg }, eventType, ReasonFailedCreate)
 }

@@ -96,6 +96,9 @@ const combinedPrefix = "(combined from similar events): "
 // ten the event recorder combines them. Otherwise every retry would
 // rewrite the backup's status and the store's, with a Warning event.
 func jobRefusal(msg, job string) string {
+	if msg == "" {
+		return "" // no refusal: nothing to compile a pattern for
+	}
 	msg = strings.TrimPrefix(msg, combinedPrefix)
 	prefix := generatedNamePrefix(job + "-")
 	return regexp.MustCompile(`pods "`+regexp.QuoteMeta(prefix)+`[a-z0-9]+"`).ReplaceAllLiteralString(msg, `pods "`+prefix+`…"`)

@@ -86,9 +86,9 @@ func (c *Controller) resizeClaims(ctx context.Context, kvs *v1alpha1.KeyValueSto
 	// Claims made from a template below the spec ask for less, and so may
 	// cached ones made from an earlier template.
 	belowSpec := hasTemplate && want.Cmp(tmpl) > 0
-	asked := belowSpec || meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized) != nil ||
-		len(c.claimsToGrow(kvs, sts, replicas)) > 0
 	lineage := c.lineage(kvs, sts)
+	asked := belowSpec || meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized) != nil ||
+		len(c.cachedClaimsToGrow(kvs, lineage, replicas)) > 0
 	var report claimsReport
 	var readLive bool
 	for i := range replicas {
@@ -140,8 +140,12 @@ func (c *Controller) resizeClaims(ctx context.Context, kvs *v1alpha1.KeyValueSto
 // claimsToGrow are the cached claims of the first n replicas that
 // resizeClaims would ask for more: what a paused store holds back.
 func (c *Controller) claimsToGrow(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, n int32) []string {
+	return c.cachedClaimsToGrow(kvs, c.lineage(kvs, sts), n)
+}
+
+// cachedClaimsToGrow is claimsToGrow with the store's lineage given.
+func (c *Controller) cachedClaimsToGrow(kvs *v1alpha1.KeyValueStore, lineage map[string]bool, n int32) []string {
 	want := kvs.Spec.Storage.VolumeSize
-	lineage := c.lineage(kvs, sts)
 	var names []string
 	for i := range n {
 		pvc := c.cachedClaim(kvs, i)
