@@ -266,31 +266,82 @@ func storeEnv(kvs *v1alpha1.KeyValueStore, n int32) []*corev1ac.EnvVarApplyConfi
 	}
 }
 
+// jobRun is what a backup or bootstrap Job runs, from its part of the
+// store's spec.
+type jobRun struct {
+	image              string
+	command            []string
+	resources          *v1alpha1.Resources
+	deadline           int64
+	serviceAccountName string
+	envFrom            []v1alpha1.EnvFromSource
+}
+
+func backupRun(spec *v1alpha1.BackupSpec) jobRun {
+	return jobRun{spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), spec.ServiceAccountName, spec.EnvFrom}
+}
+
+func bootstrapRun(spec *v1alpha1.BootstrapSpec) jobRun {
+	return jobRun{spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), spec.ServiceAccountName, spec.EnvFrom}
+}
+
 // jobSpec is a one-Pod Job that runs once: retries are the controller's,
 // so a failure is seen, reported and backed off rather than retried blindly.
-func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, image string, command []string, resources *v1alpha1.Resources, deadline int64, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
-	container := corev1ac.Container().WithName("main").WithImage(image).WithEnv(env...).
-		WithResources(containerResources(resources)).
+// The controller's env comes after run's envFrom, so its KVSTORE_ variables
+// win over a Secret's keys of the same names.
+func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, run jobRun, env []*corev1ac.EnvVarApplyConfiguration) *batchv1ac.JobSpecApplyConfiguration {
+	container := corev1ac.Container().WithName("main").WithImage(run.image).WithEnv(env...).
+		WithResources(containerResources(run.resources)).
 		WithSecurityContext(containerSecurityContext(kvs))
-	if len(command) > 0 {
-		container.WithCommand(command...)
+	if len(run.command) > 0 {
+		container.WithCommand(run.command...)
+	}
+	for _, s := range run.envFrom {
+		container.WithEnvFrom(envFromSource(s))
+	}
+	pod := scheduledPodSpec(kvs).
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithSecurityContext(podSecurityContext(kvs)).
+		WithContainers(container)
+	if run.serviceAccountName != "" {
+		pod.WithServiceAccountName(run.serviceAccountName)
 	}
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(0).
-		WithActiveDeadlineSeconds(deadline).
+		WithActiveDeadlineSeconds(run.deadline).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(podLabels).
-			WithSpec(scheduledPodSpec(kvs).
-				WithRestartPolicy(corev1.RestartPolicyNever).
-				WithSecurityContext(podSecurityContext(kvs)).
-				WithContainers(container)))
+			WithSpec(pod))
+}
+
+// envFromSource is s as a container's envFrom entry, its unset fields
+// unset.
+func envFromSource(s v1alpha1.EnvFromSource) *corev1ac.EnvFromSourceApplyConfiguration {
+	out := corev1ac.EnvFromSource()
+	if s.Prefix != "" {
+		out.WithPrefix(s.Prefix)
+	}
+	if r := s.ConfigMapRef; r != nil {
+		ref := corev1ac.ConfigMapEnvSource().WithName(r.Name)
+		if r.Optional != nil {
+			ref.WithOptional(*r.Optional)
+		}
+		out.WithConfigMapRef(ref)
+	}
+	if r := s.SecretRef; r != nil {
+		ref := corev1ac.SecretEnvSource().WithName(r.Name)
+		if r.Optional != nil {
+			ref.WithOptional(*r.Optional)
+		}
+		out.WithSecretRef(ref)
+	}
+	return out
 }
 
 // backupJob runs attempt n of backup b of store kvs and names its first
 // replicas data replicas in KVSTORE_ENDPOINTS. The backup controls it, so
 // deleting the backup deletes its Jobs, and deleting the store does not.
 func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, replicas int32) *batchv1ac.JobApplyConfiguration {
-	spec := kvs.Spec.Backup
 	env := append(storeEnv(kvs, replicas),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_NAME").WithValue(b.Name),
 		corev1ac.EnvVar().WithName("KVSTORE_BACKUP_UID").WithValue(string(b.UID)),
@@ -305,13 +356,12 @@ func backupJob(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, att
 			WithUID(b.UID).
 			WithController(true).
 			WithBlockOwnerDeletion(true)).
-		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBackup), spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBackup), backupRun(kvs.Spec.Backup), env))
 }
 
 // bootstrapJob runs attempt n of the store's bootstrap; the store controls
 // it. A suspended Job starts no Pod until it is released.
 func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBackup, attempt int, suspend bool) *batchv1ac.JobApplyConfiguration {
-	spec := kvs.Spec.Bootstrap
 	env := storeEnv(kvs, ptr.Deref(kvs.Spec.Replicas, 0))
 	annotations := map[string]string{attemptAnnotation: strconv.Itoa(attempt)}
 	if from != nil {
@@ -325,7 +375,7 @@ func bootstrapJob(kvs *v1alpha1.KeyValueStore, from *v1alpha1.KeyValueStoreBacku
 		WithLabels(labelsFor(kvs, ComponentBootstrap)).
 		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBootstrap), spec.Image, spec.Command, spec.Resources, ptr.Deref(spec.ActiveDeadlineSeconds, 600), env).WithSuspend(suspend))
+		WithSpec(jobSpec(kvs, labelsFor(kvs, ComponentBootstrap), bootstrapRun(kvs.Spec.Bootstrap), env).WithSuspend(suspend))
 }
 
 // podSecurityContext is the Pod half of spec.securityContext: the IDs, and

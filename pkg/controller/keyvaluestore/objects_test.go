@@ -144,6 +144,43 @@ func TestBootstrapJobContract(t *testing.T) {
 	assert.Equal(t, "s", env["KVSTORE_NAME"])
 }
 
+// A backup or bootstrap Job runs as its spec's ServiceAccount and reads its
+// envFrom sources, with only the fields set; the controller's KVSTORE_
+// variables come in env, which wins over envFrom. The data and proxy Pods
+// get neither, and Jobs of a store without them are as before the fields
+// existed.
+func TestJobsRunWithTheirServiceAccountAndEnvFrom(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.ServiceAccountName, name)
+		assert.Empty(t, pod.Containers[0].EnvFrom, name)
+	}
+
+	kvs.Spec.Backup.ServiceAccountName = "backup-writer"
+	kvs.Spec.Backup.EnvFrom = []v1alpha1.EnvFromSource{
+		{Prefix: "S3_", SecretRef: &v1alpha1.EnvSourceReference{Name: "s3"}},
+		{ConfigMapRef: &v1alpha1.EnvSourceReference{Name: "endpoints", Optional: ptr.To(true)}},
+	}
+	kvs.Spec.Bootstrap.ServiceAccountName = "backup-reader"
+	kvs.Spec.Bootstrap.EnvFrom = []v1alpha1.EnvFromSource{{SecretRef: &v1alpha1.EnvSourceReference{Name: "s3-read", Optional: ptr.To(false)}}}
+	pods := templates(kvs)
+	assert.Nil(t, pods["data"].ServiceAccountName)
+	assert.Nil(t, pods["proxy"].ServiceAccountName)
+	assert.Empty(t, pods["data"].Containers[0].EnvFrom)
+
+	assert.Equal(t, "backup-writer", *pods["backup"].ServiceAccountName)
+	assert.Equal(t, []corev1ac.EnvFromSourceApplyConfiguration{
+		{Prefix: ptr.To("S3_"), SecretRef: &corev1ac.SecretEnvSourceApplyConfiguration{LocalObjectReferenceApplyConfiguration: corev1ac.LocalObjectReferenceApplyConfiguration{Name: ptr.To("s3")}}},
+		{ConfigMapRef: &corev1ac.ConfigMapEnvSourceApplyConfiguration{LocalObjectReferenceApplyConfiguration: corev1ac.LocalObjectReferenceApplyConfiguration{Name: ptr.To("endpoints")}, Optional: ptr.To(true)}},
+	}, pods["backup"].Containers[0].EnvFrom)
+	assert.NotEmpty(t, pods["backup"].Containers[0].Env, "the KVSTORE_ variables stay in env, which wins over envFrom")
+
+	assert.Equal(t, "backup-reader", *pods["bootstrap"].ServiceAccountName)
+	assert.Equal(t, []corev1ac.EnvFromSourceApplyConfiguration{
+		{SecretRef: &corev1ac.SecretEnvSourceApplyConfiguration{LocalObjectReferenceApplyConfiguration: corev1ac.LocalObjectReferenceApplyConfiguration{Name: ptr.To("s3-read")}, Optional: ptr.To(false)}},
+	}, pods["bootstrap"].Containers[0].EnvFrom)
+}
+
 // Every Pod of a store with spec.securityContext runs as its user under
 // what the Pod Security Standard "restricted" asks; a store without one
 // keeps Pods with no security context, as before the field existed (the

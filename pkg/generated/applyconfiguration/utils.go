@@ -38,6 +38,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.BackupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &kvstorev1alpha1.BootstrapSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EnvFromSource"):
+		return &kvstorev1alpha1.EnvFromSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EnvSourceReference"):
+		return &kvstorev1alpha1.EnvSourceReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"):
 		return &kvstorev1alpha1.KeyValueStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"):
@@ -70,6 +74,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.BackupSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &kvstorev1beta1.BootstrapSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("EnvFromSource"):
+		return &kvstorev1beta1.EnvFromSourceApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("EnvSourceReference"):
+		return &kvstorev1beta1.EnvSourceReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStore"):
 		return &kvstorev1beta1.KeyValueStoreApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreBackup"):

@@ -37,6 +37,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.BackupSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref),
 		v1alpha1.BootstrapSpec{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref),
+		v1alpha1.EnvFromSource{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_EnvFromSource(ref),
+		v1alpha1.EnvSourceReference{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1alpha1_EnvSourceReference(ref),
 		v1alpha1.KeyValueStore{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_KeyValueStore(ref),
 		v1alpha1.KeyValueStoreBackup{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackup(ref),
 		v1alpha1.KeyValueStoreBackupList{}.OpenAPIModelName():              schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreBackupList(ref),
@@ -54,6 +56,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.Toleration{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_Toleration(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
 		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
+		v1beta1.EnvFromSource{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref),
+		v1beta1.EnvSourceReference{}.OpenAPIModelName():                    schema_pkg_apis_kvstore_v1beta1_EnvSourceReference(ref),
 		v1beta1.KeyValueStore{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_KeyValueStore(ref),
 		v1beta1.KeyValueStoreBackup{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackup(ref),
 		v1beta1.KeyValueStoreBackupList{}.OpenAPIModelName():               schema_pkg_apis_kvstore_v1beta1_KeyValueStoreBackupList(ref),
@@ -218,12 +222,37 @@ func schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref common.ReferenceCallback) c
 							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountName is the ServiceAccount of the backup Job's Pod, in the store's namespace: one whose identity may write where the backups go (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the backup container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Resources{}.OpenAPIModelName()},
+			v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -282,12 +311,100 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 							Ref:         ref(v1alpha1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Resources{}.OpenAPIModelName()},
+			v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_EnvFromSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvFromSource is one Secret or ConfigMap whose keys become environment variables of a container. Exactly one of configMapRef and secretRef is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\". Keys that make no valid name are skipped by the kubelet.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"configMapRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigMapRef is the ConfigMap to take the variables from.",
+							Ref:         ref(v1alpha1.EnvSourceReference{}.OpenAPIModelName()),
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef is the Secret to take the variables from.",
+							Ref:         ref(v1alpha1.EnvSourceReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.EnvSourceReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_EnvSourceReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvSourceReference names a Secret or ConfigMap of the store's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the Secret or ConfigMap, a DNS-1123 subdomain of at most 253 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"optional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Optional: when true a missing Secret or ConfigMap is skipped; when unset or false the Pod does not start until it exists.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
 	}
 }
 
@@ -1150,12 +1267,37 @@ func schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref common.ReferenceCallback) co
 							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountName is the ServiceAccount of the backup Job's Pod, in the store's namespace: one whose identity may write where the backups go (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the backup container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.Resources{}.OpenAPIModelName()},
+			v1beta1.EnvFromSource{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName()},
 	}
 }
 
@@ -1214,12 +1356,100 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 							Ref:         ref(v1beta1.Resources{}.OpenAPIModelName()),
 						},
 					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.Resources{}.OpenAPIModelName()},
+			v1beta1.EnvFromSource{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvFromSource is one Secret or ConfigMap whose keys become environment variables of a container. Exactly one of configMapRef and secretRef is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\". Keys that make no valid name are skipped by the kubelet.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"configMapRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigMapRef is the ConfigMap to take the variables from.",
+							Ref:         ref(v1beta1.EnvSourceReference{}.OpenAPIModelName()),
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef is the Secret to take the variables from.",
+							Ref:         ref(v1beta1.EnvSourceReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.EnvSourceReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_EnvSourceReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvSourceReference names a Secret or ConfigMap of the store's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the Secret or ConfigMap, a DNS-1123 subdomain of at most 253 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"optional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Optional: when true a missing Secret or ConfigMap is skipped; when unset or false the Pod does not start until it exists.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
 	}
 }
 

@@ -304,6 +304,25 @@ type BackupSpec struct {
 	// Resources are the compute resources of the backup Job's container.
 	// +optional
 	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,7,opt,name=resources"`
+
+	// ServiceAccountName is the ServiceAccount of the backup Job's Pod, in
+	// the store's namespace: one whose identity may write where the backups
+	// go (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253
+	// characters. It must exist when the Pod is created, or the Pod is
+	// refused (the store's ReplicaFailure condition says so). Unset: the
+	// namespace's default ServiceAccount. Jobs created after a change use it.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty" protobuf:"bytes,8,opt,name=serviceAccountName"`
+
+	// EnvFrom fills the backup container's environment from Secrets or
+	// ConfigMaps of the store's namespace (the object store's address and
+	// credentials, say), as a container's envFrom does: later sources win
+	// over earlier ones, and the KVSTORE_ variables the controller sets win
+	// over all of them. At most 16 entries. Jobs created after a change use
+	// it.
+	// +optional
+	// +listType=atomic
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty" protobuf:"bytes,9,rep,name=envFrom"`
 }
 
 // BootstrapSpec is the Job that prepares a new store's data.
@@ -338,6 +357,56 @@ type BootstrapSpec struct {
 	// Resources are the compute resources of the bootstrap Job's container.
 	// +optional
 	Resources *Resources `json:"resources,omitempty" protobuf:"bytes,5,opt,name=resources"`
+
+	// ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod,
+	// in the store's namespace: one whose identity may read the backup it
+	// restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253
+	// characters. It must exist when the Pod is created, or the Pod is
+	// refused (the store's ReplicaFailure condition says so). Unset: the
+	// namespace's default ServiceAccount. Jobs created after a change use it.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty" protobuf:"bytes,6,opt,name=serviceAccountName"`
+
+	// EnvFrom fills the bootstrap container's environment from Secrets or
+	// ConfigMaps of the store's namespace (the object store's address and
+	// credentials, say), as a container's envFrom does: later sources win
+	// over earlier ones, and the KVSTORE_ variables the controller sets win
+	// over all of them. At most 16 entries. Jobs created after a change use
+	// it.
+	// +optional
+	// +listType=atomic
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty" protobuf:"bytes,7,rep,name=envFrom"`
+}
+
+// EnvFromSource is one Secret or ConfigMap whose keys become environment
+// variables of a container. Exactly one of configMapRef and secretRef is
+// set.
+type EnvFromSource struct {
+	// Prefix is put before each key to make the variable's name: printable
+	// ASCII without "=". Keys that make no valid name are skipped by the
+	// kubelet.
+	// +optional
+	Prefix string `json:"prefix,omitempty" protobuf:"bytes,1,opt,name=prefix"`
+
+	// ConfigMapRef is the ConfigMap to take the variables from.
+	// +optional
+	ConfigMapRef *EnvSourceReference `json:"configMapRef,omitempty" protobuf:"bytes,2,opt,name=configMapRef"`
+
+	// SecretRef is the Secret to take the variables from.
+	// +optional
+	SecretRef *EnvSourceReference `json:"secretRef,omitempty" protobuf:"bytes,3,opt,name=secretRef"`
+}
+
+// EnvSourceReference names a Secret or ConfigMap of the store's namespace.
+type EnvSourceReference struct {
+	// Name of the Secret or ConfigMap, a DNS-1123 subdomain of at most 253
+	// characters.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+
+	// Optional: when true a missing Secret or ConfigMap is skipped; when
+	// unset or false the Pod does not start until it exists.
+	// +optional
+	Optional *bool `json:"optional,omitempty" protobuf:"varint,2,opt,name=optional"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType is what happens to the data

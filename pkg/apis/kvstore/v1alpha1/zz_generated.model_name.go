@@ -32,6 +32,16 @@ func (in BootstrapSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in EnvFromSource) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.EnvFromSource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in EnvSourceReference) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.EnvSourceReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KeyValueStore) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.KeyValueStore"
 }

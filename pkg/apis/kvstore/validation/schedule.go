@@ -168,7 +168,8 @@ func validateBootstrap(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.
 	if b.ActiveDeadlineSeconds != nil && *b.ActiveDeadlineSeconds <= 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *b.ActiveDeadlineSeconds, "must be greater than zero"))
 	}
-	return append(allErrs, validateResources(b.Resources, fldPath.Child("resources"))...)
+	allErrs = append(allErrs, validateResources(b.Resources, fldPath.Child("resources"))...)
+	return append(allErrs, validateJobAccess(b.ServiceAccountName, b.EnvFrom, fldPath)...)
 }
 
 func bootstrapEqual(a, b *kvstore.BootstrapSpec) bool {

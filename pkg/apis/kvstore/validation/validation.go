@@ -273,6 +273,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 		}
 		allErrs = append(allErrs, validateSchedule(b, oldBackup, backupPath)...)
 		allErrs = append(allErrs, validateResources(b.Resources, backupPath.Child("resources"))...)
+		allErrs = append(allErrs, validateJobAccess(b.ServiceAccountName, b.EnvFrom, backupPath)...)
 	}
 	allErrs = append(allErrs, validateBootstrap(spec, oldSpec, fldPath.Child("bootstrap"))...)
 	allErrs = append(allErrs, validateSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)

@@ -73,6 +73,22 @@ func scheduling(tolerations ...kvstore.Toleration) *kvstore.Scheduling {
 	return &kvstore.Scheduling{NodeSelector: map[string]string{"pool": "stores"}, Tolerations: tolerations, PriorityClassName: "stores"}
 }
 
+// backupWithAccess is a store's spec.backup whose Jobs run as
+// serviceAccountName with envFrom.
+func backupWithAccess(serviceAccountName string, envFrom ...kvstore.EnvFromSource) *kvstore.BackupSpec {
+	return &kvstore.BackupSpec{Image: "backup:1", ServiceAccountName: serviceAccountName, EnvFrom: envFrom}
+}
+
+// secretEnv is an envFrom entry of Secret name.
+func secretEnv(name, prefix string) kvstore.EnvFromSource {
+	return kvstore.EnvFromSource{Prefix: prefix, SecretRef: &kvstore.EnvSourceReference{Name: name}}
+}
+
+// configMapEnv is an envFrom entry of ConfigMap name.
+func configMapEnv(name, prefix string) kvstore.EnvFromSource {
+	return kvstore.EnvFromSource{Prefix: prefix, ConfigMapRef: &kvstore.EnvSourceReference{Name: name, Optional: ptr.To(true)}}
+}
+
 // securityContext is a store's securityContext running as user.
 func securityContext(user int64) *kvstore.SecurityContext {
 	return &kvstore.SecurityContext{RunAsUser: user}
@@ -483,6 +499,54 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Spec.Scheduling.PriorityClassName = strings.Repeat("a", 254)
 			},
 			want: expect(tooLong("spec.scheduling.priorityClassName")),
+		},
+
+		// The backup and bootstrap Jobs' service account and envFrom: what
+		// kube-apiserver checks of a Pod's serviceAccountName and envFrom.
+		{
+			name: "job access",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = backupWithAccess("backup-writer", secretEnv("s3", "S3_"), configMapEnv("endpoints", ""))
+				k.Spec.Bootstrap = &kvstore.BootstrapSpec{Image: "restore:1", ServiceAccountName: "backup-reader",
+					EnvFrom: []kvstore.EnvFromSource{secretEnv("s3", "weird.prefix-1 ~")}}
+			},
+		},
+		{
+			name: "job access names",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = backupWithAccess("Backup_Writer", secretEnv("S3", ""), configMapEnv("", ""), secretEnv(strings.Repeat("a", 254), ""))
+				k.Spec.Bootstrap = &kvstore.BootstrapSpec{Image: "restore:1", ServiceAccountName: strings.Repeat("b", 254)}
+			},
+			want: expect(
+				invalid("spec.backup.serviceAccountName"),
+				invalid("spec.backup.envFrom[0].secretRef.name"),
+				required("spec.backup.envFrom[1].configMapRef.name"),
+				tooLong("spec.backup.envFrom[2].secretRef.name"),
+				tooLong("spec.bootstrap.serviceAccountName"),
+			),
+		},
+		{
+			name: "job access envFrom sources",
+			mutate: func(k *kvstore.KeyValueStore) {
+				both := secretEnv("s3", "")
+				both.ConfigMapRef = &kvstore.EnvSourceReference{Name: "endpoints"}
+				k.Spec.Backup = backupWithAccess("", kvstore.EnvFromSource{Prefix: "P_"}, both,
+					secretEnv("s3", "A=B"), secretEnv("s3", "tab\t"), secretEnv("s3", strings.Repeat("P", 254)))
+			},
+			want: expect(
+				required("spec.backup.envFrom[0]"),
+				invalid("spec.backup.envFrom[1].secretRef"),
+				invalid("spec.backup.envFrom[2].prefix"),
+				invalid("spec.backup.envFrom[3].prefix"),
+				tooLong("spec.backup.envFrom[4].prefix"),
+			),
+		},
+		{
+			name: "job access envFrom too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Backup = backupWithAccess("", slices.Repeat([]kvstore.EnvFromSource{secretEnv("s3", "")}, 17)...)
+			},
+			want: expect(tooMany("spec.backup.envFrom")),
 		},
 
 		// spec.securityContext: IDs within a Pod's range, the user not root.

@@ -290,6 +290,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.EnvFromSource
+          elementRelationship: atomic
     - name: image
       type:
         scalar: string
@@ -302,6 +308,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.kvstore.v1alpha1.Resources
     - name: schedule
+      type:
+        scalar: string
+    - name: serviceAccountName
       type:
         scalar: string
     - name: timeZone
@@ -320,6 +329,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.EnvFromSource
+          elementRelationship: atomic
     - name: fromBackup
       type:
         scalar: string
@@ -330,6 +345,31 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: io.kvstore.v1alpha1.Resources
+    - name: serviceAccountName
+      type:
+        scalar: string
+- name: io.kvstore.v1alpha1.EnvFromSource
+  map:
+    fields:
+    - name: configMapRef
+      type:
+        namedType: io.kvstore.v1alpha1.EnvSourceReference
+    - name: prefix
+      type:
+        scalar: string
+    - name: secretRef
+      type:
+        namedType: io.kvstore.v1alpha1.EnvSourceReference
+- name: io.kvstore.v1alpha1.EnvSourceReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: optional
+      type:
+        scalar: boolean
 - name: io.kvstore.v1alpha1.KeyValueStoreBackupSpec
   map:
     fields:
@@ -560,6 +600,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.EnvFromSource
+          elementRelationship: atomic
     - name: image
       type:
         scalar: string
@@ -572,6 +618,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.kvstore.v1beta1.Resources
     - name: schedule
+      type:
+        scalar: string
+    - name: serviceAccountName
       type:
         scalar: string
     - name: timeZone
@@ -590,6 +639,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.EnvFromSource
+          elementRelationship: atomic
     - name: fromBackup
       type:
         scalar: string
@@ -600,6 +655,31 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: resources
       type:
         namedType: io.kvstore.v1beta1.Resources
+    - name: serviceAccountName
+      type:
+        scalar: string
+- name: io.kvstore.v1beta1.EnvFromSource
+  map:
+    fields:
+    - name: configMapRef
+      type:
+        namedType: io.kvstore.v1beta1.EnvSourceReference
+    - name: prefix
+      type:
+        scalar: string
+    - name: secretRef
+      type:
+        namedType: io.kvstore.v1beta1.EnvSourceReference
+- name: io.kvstore.v1beta1.EnvSourceReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: optional
+      type:
+        scalar: boolean
 - name: io.kvstore.v1beta1.KeyValueStoreBackupSpec
   map:
     fields:

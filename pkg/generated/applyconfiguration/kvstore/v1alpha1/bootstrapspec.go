@@ -43,6 +43,20 @@ type BootstrapSpecApplyConfiguration struct {
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 	// Resources are the compute resources of the bootstrap Job's container.
 	Resources *ResourcesApplyConfiguration `json:"resources,omitempty"`
+	// ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod,
+	// in the store's namespace: one whose identity may read the backup it
+	// restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253
+	// characters. It must exist when the Pod is created, or the Pod is
+	// refused (the store's ReplicaFailure condition says so). Unset: the
+	// namespace's default ServiceAccount. Jobs created after a change use it.
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+	// EnvFrom fills the bootstrap container's environment from Secrets or
+	// ConfigMaps of the store's namespace (the object store's address and
+	// credentials, say), as a container's envFrom does: later sources win
+	// over earlier ones, and the KVSTORE_ variables the controller sets win
+	// over all of them. At most 16 entries. Jobs created after a change use
+	// it.
+	EnvFrom []EnvFromSourceApplyConfiguration `json:"envFrom,omitempty"`
 }
 
 // BootstrapSpecApplyConfiguration constructs a declarative configuration of the BootstrapSpec type for use with
@@ -90,5 +104,26 @@ func (b *BootstrapSpecApplyConfiguration) WithActiveDeadlineSeconds(value int64)
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *BootstrapSpecApplyConfiguration) WithResources(value *ResourcesApplyConfiguration) *BootstrapSpecApplyConfiguration {
 	b.Resources = value
+	return b
+}
+
+// WithServiceAccountName sets the ServiceAccountName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccountName field is set to the value of the last call.
+func (b *BootstrapSpecApplyConfiguration) WithServiceAccountName(value string) *BootstrapSpecApplyConfiguration {
+	b.ServiceAccountName = &value
+	return b
+}
+
+// WithEnvFrom adds the given value to the EnvFrom field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EnvFrom field.
+func (b *BootstrapSpecApplyConfiguration) WithEnvFrom(values ...*EnvFromSourceApplyConfiguration) *BootstrapSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEnvFrom")
+		}
+		b.EnvFrom = append(b.EnvFrom, *values[i])
+	}
 	return b
 }
