@@ -227,20 +227,23 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 }
 
 // reportJobRefusal says in the running backup's message whether its Job
-// cannot create its Pod (a quota, a Pod Security level refuses it), with a
-// Warning event when that is first recorded; without it the backup would
-// read "runs" until its deadline failed it.
+// cannot create its Pod (a quota, a Pod Security level refuses it) or its
+// Pod cannot start (an image, a Secret missing), with a Warning event when
+// that is first recorded; without it the backup would read "runs" until
+// its deadline failed it.
 func (c *Controller) reportJobRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job, attempt int) error {
 	if b.Status.Phase != v1alpha1.BackupPhaseRunning {
 		return nil // recorded as started only by startBackupAttempt
 	}
-	msg, eventType := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), ""
+	msg, eventType, reason := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), "", ""
 	if kvs != nil {
 		if why := c.jobFailure(kvs, job, ComponentBackup); why != "" {
-			msg, eventType = fmt.Sprintf("attempt %d: Job %s cannot create its Pod: %s", attempt, job.Name, truncate(why, maxFailureMessage)), corev1.EventTypeWarning
+			msg, eventType, reason = fmt.Sprintf("attempt %d: Job %s cannot create its Pod: %s", attempt, job.Name, truncate(why, maxFailureMessage)), corev1.EventTypeWarning, ReasonFailedCreate
+		} else if why := c.jobPodStuck(kvs, job, ComponentBackup); why != "" {
+			msg, eventType, reason = fmt.Sprintf("attempt %d: Job %s: %s", attempt, job.Name, why), corev1.EventTypeWarning, ReasonPodCannotStart
 		}
 	}
-	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) { st.Message = msg }, eventType, ReasonFailedCreate)
+	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) { st.Message = msg }, eventType, reason)
 }
 
 // otherBackupJobRunning is a backup Job of the store, not b's, that has not

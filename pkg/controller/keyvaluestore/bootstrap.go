@@ -128,7 +128,11 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	}
 	latest := jobs[len(jobs)-1]
 	if !jobCondition(latest, batchv1.JobFailed) {
-		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest)))
+		msg := fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest))
+		if why := c.jobPodStuck(kvs, latest, ComponentBootstrap); why != "" {
+			msg = fmt.Sprintf("bootstrap Job %s (attempt %d): %s", latest.Name, attemptOf(latest), why)
+		}
+		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, msg)
 		if heldByUs(latest) {
 			// The backup may have gone or been replaced since the Job was
 			// created (a pass, or a pause, ago): judged again before the

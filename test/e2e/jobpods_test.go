@@ -78,6 +78,38 @@ func TestBackupsRunAsTheirServiceAccountWithTheirSecrets(t *testing.T) {
 	})
 }
 
+// A backup whose Job's Pod cannot start (kwok plays a kubelet that cannot
+// pull its image) says so while it waits; the attempt fails at its
+// deadline, and the next one, after the image is fixed, completes.
+func TestABackupWhosePodCannotStartSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	_, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("pull", 1)
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: "kvstore.io/e2e-image:cannot-pull", ActiveDeadlineSeconds: ptr.To[int64](15)}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "pull", "Ready", isReady)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "pull"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, "now", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if b.Status.Phase != v1alpha1.BackupPhaseRunning || !strings.HasPrefix(b.Status.Message, "attempt 1: Job now-1: its Pod now-1-") ||
+			!strings.Contains(b.Status.Message, "cannot start: ImagePullBackOff") {
+			return fmt.Errorf("backup is %s: %q", b.Status.Phase, b.Status.Message)
+		}
+		return nil
+	}))
+	assert.Contains(t, mustKubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=now,reason=PodCannotStart", "-o", "name"), "event")
+
+	mustKubectl(t, "patch", "kvs", "pull", "-n", ns, "--type=merge", "-p", `{"spec":{"backup":{"image":"`+backupImageOK+`"}}}`)
+	b := waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
+	assert.Equal(t, int32(2), b.Status.Attempts, "the first attempt failed at its deadline, the second ran the fixed image")
+}
+
 // serviceAccount creates the ServiceAccount name in ns.
 func serviceAccount(t *testing.T, kube kubernetes.Interface, ns, name string) {
 	t.Helper()

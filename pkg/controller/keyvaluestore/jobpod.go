@@ -1,0 +1,64 @@
+package keyvaluestore
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// ReasonPodCannotStart is the Warning event of a backup whose Job's Pod
+// was created but cannot start.
+const ReasonPodCannotStart = "PodCannotStart"
+
+// jobPodStuck says why the Pod of job, a Job of the store's component that
+// has not finished, was created but cannot start: its image cannot be
+// pulled, a Secret or ConfigMap of its envFrom is missing
+// (CreateContainerConfigError), no node takes it. "" when it runs or may
+// still start. The Job's deadline fails such an attempt in the end; until
+// then the backup or bootstrap would only read "runs".
+func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) string {
+	if jobCondition(job, batchv1.JobComplete) || jobCondition(job, batchv1.JobFailed) || job.Status.Active == 0 {
+		return ""
+	}
+	pods, err := c.componentPods(kvs, component)
+	if err != nil {
+		return ""
+	}
+	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
+		return !metav1.IsControlledBy(p, job) || p.DeletionTimestamp != nil || !podCannotStart(p)
+	})
+	if len(pods) == 0 {
+		return ""
+	}
+	p := slices.MinFunc(pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	return truncate(fmt.Sprintf("its Pod %s cannot start: %s", p.Name, whyCannotStart(p)), maxFailureMessage)
+}
+
+// whyCannotStart is the reason and message of what keeps p, a Pod that
+// cannot start, from starting.
+func whyCannotStart(p *corev1.Pod) string {
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && slices.Contains(cannotStartReasons, w.Reason) {
+			return joinReason(w.Reason, w.Message)
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return joinReason(c.Reason, c.Message)
+		}
+	}
+	return "unschedulable"
+}
+
+func joinReason(reason, message string) string {
+	if message == "" {
+		return reason
+	}
+	return reason + ": " + message
+}

@@ -1,0 +1,109 @@
+package keyvaluestore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+)
+
+// A backup whose Job's Pod was created but cannot start (a Secret of its
+// envFrom missing, an image that cannot be pulled) says so, with one
+// Warning event, until the Pod starts. Before, it read "runs" until its
+// deadline failed it.
+func TestABackupSaysWhyItsPodCannotStart(t *testing.T) {
+	f, kvs, job := runningBackup(t)
+	f.activeJob(job)
+	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: `secret "s3" not found`}}}}
+	f.addPod(pod)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	want := `attempt 1: Job b-1: its Pod b-1-x cannot start: CreateContainerConfigError: secret "s3" not found`
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, b.Status.Phase)
+	assert.Equal(t, want, b.Status.Message)
+	assert.Equal(t, []string{"Warning PodCannotStart " + want}, f.events())
+	assert.Nil(t, f.replicaFailure(kvs), "the Pod was created: not a ReplicaFailure")
+
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Empty(t, own, "told once")
+
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	f.cache(pod)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, "attempt 1: Job b-1 runs", f.backup("b").Status.Message, "the Pod started")
+}
+
+// A bootstrap whose Job's Pod cannot start says so in its condition; one
+// that is still scheduled or pulled does not.
+func TestABootstrapSaysWhyItsPodCannotStart(t *testing.T) {
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	job := f.job("s-bootstrap-1")
+	f.activeJob(job)
+	pod := jobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	f.addPod(pod)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, "bootstrap Job s-bootstrap-1 runs (attempt 1)", f.bootstrapped(kvs).Message, "a Pod still starting")
+
+	pod.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "seed:1"`}
+	f.cache(pod)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	c := f.bootstrapped(kvs)
+	assert.Equal(t, ReasonBootstrapRunning, c.Reason)
+	assert.Equal(t, `bootstrap Job s-bootstrap-1 (attempt 1): its Pod s-bootstrap-1-x cannot start: ImagePullBackOff: Back-off pulling image "seed:1"`, c.Message)
+}
+
+// A Pod no node takes says what the scheduler said.
+func TestWhyAnUnscheduledPodCannotStart(t *testing.T) {
+	p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}}}
+	require.True(t, podCannotStart(p))
+	assert.Equal(t, "Unschedulable: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.", whyCannotStart(p))
+}
+
+// activeJob marks the Job as running one Pod, on the fake server and in
+// the cache.
+func (f *fixture) activeJob(job *batchv1.Job) {
+	f.t.Helper()
+	job.Status.Active = 1
+	_, err := f.kube.BatchV1().Jobs(job.Namespace).UpdateStatus(context.Background(), job, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.cache(job)
+}
+
+// jobPod is a Pod named name of the store's Job job, of component.
+func jobPod(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kvs.Namespace, Labels: labelsFor(kvs, component),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}}}
+}
+
+// bootstrapped is the store's stored Bootstrapped condition.
+func (f *fixture) bootstrapped(kvs *v1alpha1.KeyValueStore) *metav1.Condition {
+	f.t.Helper()
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped)
+	require.NotNil(f.t, c)
+	return c
+}
