@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -124,15 +122,10 @@ func throughJSON(s string) string {
 	return out
 }
 
-// specChanged compares specs as apiequality.Semantic does, but the storage
-// sizes with validation.SizesEqual: this runs before validation, on
-// whatever size the request carries.
+// specChanged compares specs with validation.Semantic: this runs before
+// validation, on whatever quantities the request carries.
 func specChanged(newSpec, oldSpec kvstore.KeyValueStoreSpec) bool {
-	if !validation.SizesEqual(newSpec.Storage.Size, oldSpec.Storage.Size) {
-		return true
-	}
-	newSpec.Storage.Size, oldSpec.Storage.Size = resource.Quantity{}, resource.Quantity{}
-	return !apiequality.Semantic.DeepEqual(newSpec, oldSpec)
+	return !validation.Semantic.DeepEqual(newSpec, oldSpec)
 }
 
 func ensureTeardownFinalizer(kvs *kvstore.KeyValueStore) {

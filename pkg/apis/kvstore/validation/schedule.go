@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -173,5 +172,5 @@ func validateBootstrap(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.
 }
 
 func bootstrapEqual(a, b *kvstore.BootstrapSpec) bool {
-	return apiequality.Semantic.DeepEqual(a, b)
+	return Semantic.DeepEqual(a, b)
 }

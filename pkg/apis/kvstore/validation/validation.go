@@ -20,6 +20,7 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -162,6 +163,18 @@ func SizesEqual(a, b resource.Quantity) bool {
 	}
 	return a.String() == b.String()
 }
+
+// Semantic is apiequality.Semantic with quantities compared as SizesEqual
+// compares them: it compares specs before validation, on whatever
+// quantities a request carries, and Quantity.Cmp of an absurd exponent
+// would not return for hours.
+var Semantic = func() conversion.Equalities {
+	e := conversion.Equalities{Equalities: maps.Clone(apiequality.Semantic.Equalities)}
+	if err := e.AddFunc(SizesEqual); err != nil {
+		panic(err)
+	}
+	return e
+}()
 
 // cheapToCompare: q's exponent is small enough for Cmp against any other
 // comparable quantity to be cheap. Parsed quantities have at most 9
