@@ -198,8 +198,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentData))).
 			WithPersistentVolumeClaimRetentionPolicy(retention).
 			WithVolumeClaimTemplates(claim).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
+			WithTemplate(podTemplate(kvs, labels).
 				WithSpec(scheduledPodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentData)).
 					WithSecurityContext(podSecurityContext(kvs)).
@@ -238,8 +237,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(replicas).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentProxy))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
+			WithTemplate(podTemplate(kvs, labels).
 				WithSpec(scheduledPodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
 					WithSecurityContext(podSecurityContext(kvs)).
@@ -309,9 +307,19 @@ func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, run jobRu
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(0).
 		WithActiveDeadlineSeconds(run.deadline).
-		WithTemplate(corev1ac.PodTemplateSpec().
-			WithLabels(podLabels).
+		WithTemplate(podTemplate(kvs, podLabels).
 			WithSpec(pod))
+}
+
+// podTemplate is the metadata of a Pod template of the store: its
+// spec.podMetadata, with the controller's labels, which validation keeps
+// apart from the store's.
+func podTemplate(kvs *v1alpha1.KeyValueStore, labels map[string]string) *corev1ac.PodTemplateSpecApplyConfiguration {
+	t := corev1ac.PodTemplateSpec()
+	if m := kvs.Spec.PodMetadata; m != nil {
+		t.WithLabels(m.Labels).WithAnnotations(m.Annotations)
+	}
+	return t.WithLabels(labels)
 }
 
 // envFromSource is s as a container's envFrom entry, its unset fields

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/install"
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
 )
 
 func TestStatefulSetBuilder(t *testing.T) {
@@ -214,13 +215,54 @@ func TestPodsRunUnderTheStoresSecurityContext(t *testing.T) {
 	assert.Equal(t, int64(2000), *data.FSGroup)
 }
 
-// templates are the Pod templates of every workload of kvs.
+// podTemplates are the Pod templates of every workload of kvs.
+func podTemplates(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodTemplateSpecApplyConfiguration {
+	return map[string]*corev1ac.PodTemplateSpecApplyConfiguration{
+		"data":      statefulSet(kvs, 3).Spec.Template,
+		"proxy":     proxyDeployment(kvs, 2).Spec.Template,
+		"backup":    backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template,
+		"bootstrap": bootstrapJob(kvs, nil, 1, false).Spec.Template,
+	}
+}
+
+// templates are the Pod specs of every workload of kvs.
 func templates(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodSpecApplyConfiguration {
-	return map[string]*corev1ac.PodSpecApplyConfiguration{
-		"data":      statefulSet(kvs, 3).Spec.Template.Spec,
-		"proxy":     proxyDeployment(kvs, 2).Spec.Template.Spec,
-		"backup":    backupJob(kvs, newBackup("b", v1alpha1.BackupReasonManual), 1, 3).Spec.Template.Spec,
-		"bootstrap": bootstrapJob(kvs, nil, 1, false).Spec.Template.Spec,
+	specs := map[string]*corev1ac.PodSpecApplyConfiguration{}
+	for name, t := range podTemplates(kvs) {
+		specs[name] = t.Spec
+	}
+	return specs
+}
+
+// Every Pod of a store carries its spec.podMetadata beside the
+// controller's labels; a store without it keeps Pods with the controller's
+// labels alone and no annotations, as before the field existed.
+func TestPodsCarryTheStoresMetadata(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, tmpl := range podTemplates(kvs) {
+		assert.Nil(t, tmpl.Annotations, name)
+		assert.Len(t, tmpl.Labels, 4, name)
+	}
+	kvs.Spec.PodMetadata = &v1alpha1.PodMetadata{
+		Labels:      map[string]string{"team": "payments"},
+		Annotations: map[string]string{"sidecar.istio.io/inject": "false"},
+	}
+	for name, tmpl := range podTemplates(kvs) {
+		assert.Equal(t, map[string]string{"sidecar.istio.io/inject": "false"}, tmpl.Annotations, name)
+		assert.Equal(t, "payments", tmpl.Labels["team"], name)
+		assert.Equal(t, name, tmpl.Labels[LabelComponent], name)
+		assert.Len(t, tmpl.Labels, 5, name)
+	}
+}
+
+// Validation refuses in spec.podMetadata.labels every label the controller
+// sets on a store's Pods: a store's own value would change what selects
+// them.
+func TestTheControllersPodLabelsAreReserved(t *testing.T) {
+	for name, tmpl := range podTemplates(storeOfEveryPod()) {
+		for k := range tmpl.Labels {
+			assert.True(t, validation.ReservedPodLabel(k), "%s: %s", name, k)
+		}
 	}
 }
 

@@ -56,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.KeyValueStoreStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PersistentVolumeClaimRetentionPolicy"):
 		return &kvstorev1alpha1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodMetadata"):
+		return &kvstorev1alpha1.PodMetadataApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProxySpec"):
 		return &kvstorev1alpha1.ProxySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Resources"):
@@ -92,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.KeyValueStoreStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PersistentVolumeClaimRetentionPolicy"):
 		return &kvstorev1beta1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodMetadata"):
+		return &kvstorev1beta1.PodMetadataApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ProxySpec"):
 		return &kvstorev1beta1.ProxySpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Resources"):

@@ -48,6 +48,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KeyValueStoreSpec{}.OpenAPIModelName():                    schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref),
 		v1alpha1.KeyValueStoreStatus{}.OpenAPIModelName():                  schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref),
 		v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(): schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref),
+		v1alpha1.PodMetadata{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_PodMetadata(ref),
 		v1alpha1.ProxySpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_ProxySpec(ref),
 		v1alpha1.Resources{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1alpha1_Resources(ref),
 		v1alpha1.Scheduling{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_Scheduling(ref),
@@ -67,6 +68,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.KeyValueStoreSpec{}.OpenAPIModelName():                     schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref),
 		v1beta1.KeyValueStoreStatus{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref),
 		v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName():  schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref),
+		v1beta1.PodMetadata{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_PodMetadata(ref),
 		v1beta1.ProxySpec{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_ProxySpec(ref),
 		v1beta1.Resources{}.OpenAPIModelName():                             schema_pkg_apis_kvstore_v1beta1_Resources(ref),
 		v1beta1.Scheduling{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_Scheduling(ref),
@@ -813,12 +815,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.Scheduling{}.OpenAPIModelName()),
 						},
 					},
+					"podMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodMetadata is labels and annotations put on every Pod of the store: the data replicas, the proxy, and the backup and bootstrap Jobs (for a service mesh, a metrics scraper, cost allocation). Unset: none but the controller's. Changing it rolls the data replicas one Pod at a time, and the proxy; Jobs created after it use it.",
+							Ref:         ref(v1alpha1.PodMetadata{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -943,6 +951,49 @@ func schema_pkg_apis_kvstore_v1alpha1_PersistentVolumeClaimRetentionPolicy(ref c
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_PodMetadata(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodMetadata is what a store adds to the metadata of its Pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Labels are added to the Pods' labels, at most 64; keys and values as in any label. The keys the controller sets (app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/component, app.kubernetes.io/managed-by), those Kubernetes' controllers set on their Pods (controller-revision-hash, pod-template-hash, statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index, controller-uid, job-name, batch.kubernetes.io/...) and keys under kvstore.io/ are refused.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations are added to the Pods' annotations, at most 256 KiB in all, as on any object. Keys under kvstore.io/ are refused.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},
@@ -1858,12 +1909,18 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							Ref:         ref(v1beta1.Scheduling{}.OpenAPIModelName()),
 						},
 					},
+					"podMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodMetadata is labels and annotations put on every Pod of the store: the data replicas, the proxy, and the backup and bootstrap Jobs (for a service mesh, a metrics scraper, cost allocation). Unset: none but the controller's. Changing it rolls the data replicas one Pod at a time, and the proxy; Jobs created after it use it.",
+							Ref:         ref(v1beta1.PodMetadata{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1981,6 +2038,49 @@ func schema_pkg_apis_kvstore_v1beta1_PersistentVolumeClaimRetentionPolicy(ref co
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_PodMetadata(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodMetadata is what a store adds to the metadata of its Pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Labels are added to the Pods' labels, at most 64; keys and values as in any label. The keys the controller sets (app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/component, app.kubernetes.io/managed-by), those Kubernetes' controllers set on their Pods (controller-revision-hash, pod-template-hash, statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index, controller-uid, job-name, batch.kubernetes.io/...) and keys under kvstore.io/ are refused.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations are added to the Pods' annotations, at most 256 KiB in all, as on any object. Keys under kvstore.io/ are refused.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},

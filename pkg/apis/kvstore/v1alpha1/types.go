@@ -107,6 +107,14 @@ type KeyValueStoreSpec struct {
 	// Pod at a time, and the proxy.
 	// +optional
 	Scheduling *Scheduling `json:"scheduling,omitempty" protobuf:"bytes,12,opt,name=scheduling"`
+
+	// PodMetadata is labels and annotations put on every Pod of the store:
+	// the data replicas, the proxy, and the backup and bootstrap Jobs (for a
+	// service mesh, a metrics scraper, cost allocation). Unset: none but the
+	// controller's. Changing it rolls the data replicas one Pod at a time,
+	// and the proxy; Jobs created after it use it.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty" protobuf:"bytes,13,opt,name=podMetadata"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -142,6 +150,25 @@ type Resources struct {
 	// Limits is the most the container may use, per resource.
 	// +optional
 	Limits map[string]resource.Quantity `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits"`
+}
+
+// PodMetadata is what a store adds to the metadata of its Pods.
+type PodMetadata struct {
+	// Labels are added to the Pods' labels, at most 64; keys and values as
+	// in any label. The keys the controller sets (app.kubernetes.io/name,
+	// app.kubernetes.io/instance, app.kubernetes.io/component,
+	// app.kubernetes.io/managed-by), those Kubernetes' controllers set on
+	// their Pods (controller-revision-hash, pod-template-hash,
+	// statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index,
+	// controller-uid, job-name, batch.kubernetes.io/...) and keys under
+	// kvstore.io/ are refused.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty" protobuf:"bytes,1,rep,name=labels"`
+
+	// Annotations are added to the Pods' annotations, at most 256 KiB in
+	// all, as on any object. Keys under kvstore.io/ are refused.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
 }
 
 // Scheduling constrains which nodes a store's Pods run on, as the same

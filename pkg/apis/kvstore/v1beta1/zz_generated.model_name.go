@@ -87,6 +87,11 @@ func (in PersistentVolumeClaimRetentionPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodMetadata) OpenAPIModelName() string {
+	return "io.kvstore.v1beta1.PodMetadata"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProxySpec) OpenAPIModelName() string {
 	return "io.kvstore.v1beta1.ProxySpec"
 }

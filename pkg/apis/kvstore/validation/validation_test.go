@@ -549,6 +549,57 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want: expect(tooMany("spec.backup.envFrom")),
 		},
 
+		// spec.podMetadata: labels and annotations as on a Pod, without the
+		// keys the controller and Kubernetes' controllers set.
+		{
+			name: "pod metadata",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PodMetadata = &kvstore.PodMetadata{
+					Labels:      map[string]string{"team": "payments", "app.kubernetes.io/part-of": "checkout", "example.com/tier": ""},
+					Annotations: map[string]string{"sidecar.istio.io/inject": "false", "prometheus.io/scrape": "true", "example.com/note": strings.Repeat("free text ", 100)},
+				}
+			},
+		},
+		{
+			name: "pod metadata invalid",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PodMetadata = &kvstore.PodMetadata{
+					Labels:      map[string]string{"bad key!": "v", "team": "not a value"},
+					Annotations: map[string]string{"Bad_Prefix.example.com/x": ""},
+				}
+			},
+			want: expect(invalid("spec.podMetadata.labels"), invalid("spec.podMetadata.labels"), invalid("spec.podMetadata.annotations")),
+		},
+		{
+			name: "pod metadata reserved keys",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PodMetadata = &kvstore.PodMetadata{
+					Labels: map[string]string{"app.kubernetes.io/instance": "other", "app.kubernetes.io/component": "data", "kvstore.io/store-uid": "x",
+						"controller-revision-hash": "x", "batch.kubernetes.io/job-name": "x", "job-name": "x"},
+					Annotations: map[string]string{"kvstore.io/attempt": "1"},
+				}
+			},
+			want: expect(
+				forbidden("spec.podMetadata.labels[app.kubernetes.io/component]"),
+				forbidden("spec.podMetadata.labels[app.kubernetes.io/instance]"),
+				forbidden("spec.podMetadata.labels[batch.kubernetes.io/job-name]"),
+				forbidden("spec.podMetadata.labels[controller-revision-hash]"),
+				forbidden("spec.podMetadata.labels[job-name]"),
+				forbidden("spec.podMetadata.labels[kvstore.io/store-uid]"),
+				forbidden("spec.podMetadata.annotations[kvstore.io/attempt]"),
+			),
+		},
+		{
+			name: "pod metadata too much",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.PodMetadata = &kvstore.PodMetadata{Labels: map[string]string{}, Annotations: map[string]string{"a": strings.Repeat("x", 64<<10)}}
+				for i := range 65 {
+					k.Spec.PodMetadata.Labels[fmt.Sprintf("k%d", i)] = "v"
+				}
+			},
+			want: expect(tooMany("spec.podMetadata.labels"), tooLong("spec.podMetadata.annotations")),
+		},
+
 		// spec.securityContext: IDs within a Pod's range, the user not root.
 		{name: "securityContext user only", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(999) }},
 		{

@@ -432,6 +432,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: persistentVolumeClaimRetentionPolicy
       type:
         namedType: io.kvstore.v1alpha1.PersistentVolumeClaimRetentionPolicy
+    - name: podMetadata
+      type:
+        namedType: io.kvstore.v1alpha1.PodMetadata
     - name: port
       type:
         scalar: numeric
@@ -504,6 +507,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: Retain
+- name: io.kvstore.v1alpha1.PodMetadata
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
 - name: io.kvstore.v1alpha1.ProxySpec
   map:
     fields:
@@ -742,6 +758,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: persistentVolumeClaimRetentionPolicy
       type:
         namedType: io.kvstore.v1beta1.PersistentVolumeClaimRetentionPolicy
+    - name: podMetadata
+      type:
+        namedType: io.kvstore.v1beta1.PodMetadata
     - name: port
       type:
         scalar: numeric
@@ -811,6 +830,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: Retain
+- name: io.kvstore.v1beta1.PodMetadata
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
 - name: io.kvstore.v1beta1.ProxySpec
   map:
     fields:

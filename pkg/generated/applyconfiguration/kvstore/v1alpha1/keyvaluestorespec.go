@@ -74,6 +74,12 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// any node the scheduler picks. Changing it rolls the data replicas one
 	// Pod at a time, and the proxy.
 	Scheduling *SchedulingApplyConfiguration `json:"scheduling,omitempty"`
+	// PodMetadata is labels and annotations put on every Pod of the store:
+	// the data replicas, the proxy, and the backup and bootstrap Jobs (for a
+	// service mesh, a metrics scraper, cost allocation). Unset: none but the
+	// controller's. Changing it rolls the data replicas one Pod at a time,
+	// and the proxy; Jobs created after it use it.
+	PodMetadata *PodMetadataApplyConfiguration `json:"podMetadata,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -175,5 +181,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithResources(value *ResourcesAppl
 // If called multiple times, the Scheduling field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithScheduling(value *SchedulingApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
 	b.Scheduling = value
+	return b
+}
+
+// WithPodMetadata sets the PodMetadata field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PodMetadata field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithPodMetadata(value *PodMetadataApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.PodMetadata = value
 	return b
 }

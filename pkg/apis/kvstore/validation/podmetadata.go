@@ -1,0 +1,90 @@
+package validation
+
+import (
+	"strings"
+
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
+)
+
+const (
+	// maxPodLabels bounds spec.podMetadata.labels.
+	maxPodLabels = 64
+	// maxPodAnnotationsSize bounds spec.podMetadata.annotations, a quarter
+	// of what a Pod may carry in all: kubectl, admission webhooks and
+	// the user's tools add their own.
+	maxPodAnnotationsSize = 64 << 10
+)
+
+// reservedPodLabels are the label keys the controller sets on a store's
+// Pods (its selectors and Services rely on them) and those Kubernetes'
+// workload controllers set on theirs: a store's own value would change
+// what selects the Pods, or get a Job refused.
+var reservedPodLabels = sets.New(
+	"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/managed-by",
+	"controller-revision-hash", "pod-template-hash", "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+	"controller-uid", "job-name",
+)
+
+// reservedPrefixes are the label and annotation key prefixes that belong
+// to the controller (kvstore.io/) and to the Job controller.
+var reservedPrefixes = []string{"kvstore.io/", "batch.kubernetes.io/"}
+
+// ReservedPodLabel says a store may not set key in spec.podMetadata.labels.
+func ReservedPodLabel(key string) bool {
+	return reservedPodLabels.Has(key) || reservedPrefix(key)
+}
+
+func reservedPrefix(key string) bool {
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// validatePodMetadata checks spec.podMetadata as kube-apiserver checks a
+// Pod's labels and annotations, and refuses the keys that are not the
+// store's to set.
+func validatePodMetadata(m *kvstore.PodMetadata, fldPath *field.Path) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	labelsPath := fldPath.Child("labels")
+	if n := len(m.Labels); n > maxPodLabels {
+		allErrs = append(allErrs, field.TooMany(labelsPath, n, maxPodLabels))
+	} else {
+		allErrs = append(allErrs, metav1validation.ValidateLabels(m.Labels, labelsPath)...)
+		for _, k := range sets.List(sets.KeySet(m.Labels)) {
+			if ReservedPodLabel(k) {
+				allErrs = append(allErrs, field.Forbidden(labelsPath.Key(k), "is set by the controller or by Kubernetes on the store's Pods"))
+			}
+		}
+	}
+	annotationsPath := fldPath.Child("annotations")
+	if size := annotationsSize(m.Annotations); size > maxPodAnnotationsSize {
+		return append(allErrs, field.TooLong(annotationsPath, "", maxPodAnnotationsSize))
+	}
+	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(m.Annotations, annotationsPath)...)
+	for _, k := range sets.List(sets.KeySet(m.Annotations)) {
+		if reservedPrefix(k) {
+			allErrs = append(allErrs, field.Forbidden(annotationsPath.Key(k), "is set by the controller or by Kubernetes on the store's Pods"))
+		}
+	}
+	return allErrs
+}
+
+// annotationsSize counts keys and values as kube-apiserver does.
+func annotationsSize(annotations map[string]string) int {
+	var n int
+	for k, v := range annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
