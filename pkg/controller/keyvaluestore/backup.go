@@ -225,6 +225,12 @@ func (t *teardownRun) createFinalBackup(ctx context.Context) (stepWait, error) {
 			"final backup impossible: namespace "+t.kvs.Namespace+" is terminating")
 	case apierrors.IsAlreadyExists(err):
 		// Created by an earlier pass the cache has not seen yet.
+	case exceededQuota(err):
+		// A quota on backups frees up as they are deleted, which wakes
+		// nobody: look again every 30 s rather than after the workqueue's
+		// growing backoff (up to 1000 s), and say how not to wait.
+		return stepWait{message: fmt.Sprintf("final backup %s refused: %v; tried again every 30 s. To delete the store without a final backup, annotate it %s=true",
+			b.Name, err, v1alpha1.SkipFinalBackupAnnotation), warn: true}, nil
 	case err != nil:
 		return stepWait{}, fmt.Errorf("create final backup %s: %w", b.Name, err)
 	default:

@@ -3,6 +3,7 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -488,6 +489,43 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		require.NotNil(t, c)
 		assert.Contains(t, c.Message, "denied the request", "the store says why its teardown waits")
 	})
+}
+
+// A teardown whose Final backup a quota on backups refuses waits 30 s at a
+// time, saying so with how to skip it, with one Warning event: not a sync
+// error, whose backoff grows to 1000 s while a quota freed meanwhile wakes
+// nobody (found by review). Once the quota allows it, the backup is created.
+func TestTeardownWhoseFinalBackupAQuotaRefusesWaits(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	f := newFixture(t, kvs)
+	refusal := "exceeded quota: backups, requested: count/keyvaluestorebackups.kvstore.io=1, used: count/keyvaluestorebackups.kvstore.io=5, limited: count/keyvaluestorebackups.kvstore.io=5"
+	quotaFull := true
+	f.kvs.PrependReactor("create", "keyvaluestorebackups", func(a core.Action) (bool, runtime.Object, error) {
+		if !quotaFull {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("keyvaluestorebackups"), finalBackupName(kvs), errors.New(refusal))
+	})
+	var res result
+	var err error
+	for range 2 {
+		res, err = f.sync(f.stored(kvs))
+		require.NoError(t, err, "not a sync error: the rate limiter must not drive retries")
+		f.refreshCache("ns")
+	}
+	assert.Equal(t, waitFallback, res.requeueAfter)
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, c)
+	assert.Equal(t, StepFinalBackup, c.Reason)
+	assert.Contains(t, c.Message, refusal)
+	assert.Contains(t, c.Message, v1alpha1.SkipFinalBackupAnnotation)
+	assert.Len(t, slices.DeleteFunc(f.events(), func(e string) bool { return !strings.HasPrefix(e, "Warning") }), 1, "told once")
+
+	quotaFull = false
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Contains(t, own, "create keyvaluestorebackups "+finalBackupName(kvs))
 }
 
 // refuseJobs makes kube-apiserver refuse every Job with a 403 saying why,
