@@ -108,6 +108,8 @@ func ValidateName(name string, prefix bool) []string {
 		limit -= 5
 	}
 	if len(name) > limit {
+		// One length error, ours: a DNS-1035 label's 63 is the looser one.
+		errs = slices.DeleteFunc(errs, func(msg string) bool { return msg == utilvalidation.MaxLenError(utilvalidation.DNS1035LabelMaxLength) })
 		errs = append(errs, fmt.Sprintf("must be no more than %d characters", limit))
 	}
 	return errs
@@ -389,17 +391,22 @@ func validateResources(r *kvstore.Resources, fldPath *field.Path) field.ErrorLis
 	}
 	allErrs := validateResourceList(r.Limits, fldPath.Child("limits"))
 	allErrs = append(allErrs, validateResourceList(r.Requests, fldPath.Child("requests"))...)
-	if len(allErrs) > 0 {
-		return allErrs // only valid quantities are compared
-	}
 	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
 		request := r.Requests[name]
-		if limit, ok := r.Limits[name]; ok && request.Cmp(limit) > 0 {
+		limit, ok := r.Limits[name]
+		// Only valid quantities are compared, each name on its own, as
+		// kube-apiserver does for a Pod's.
+		if ok && validResource(name, request) && validResource(name, limit) && request.Cmp(limit) > 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("requests").Key(name), request.String(),
 				fmt.Sprintf("must be less than or equal to the %s limit of %s", name, limit.String())))
 		}
 	}
 	return allErrs
+}
+
+// validResource: validateResourceList accepts q under name.
+func validResource(name string, q resource.Quantity) bool {
+	return resourceNames.Has(name) && q.Sign() >= 0 && cheapToCompare(q) && q.Cmp(MaxStorageSize) <= 0
 }
 
 func validateResourceList(list map[string]resource.Quantity, fldPath *field.Path) field.ErrorList {
