@@ -48,6 +48,30 @@ func (m Metrics) Value(name string) (float64, error) {
 	return value(family.GetMetric()[0]), nil
 }
 
+// Sample is the value of the sample of name whose labels include want,
+// and whether there is one.
+func (m Metrics) Sample(name string, want map[string]string) (float64, bool) {
+	family, value := m.series(name)
+	if family == nil {
+		return 0, false
+	}
+	for _, s := range family.GetMetric() {
+		if matches(s, want) {
+			return value(s), true
+		}
+	}
+	return 0, false
+}
+
+func matches(s *dto.Metric, want map[string]string) bool {
+	for name, v := range want {
+		if labelValue(s, name) != v {
+			return false
+		}
+	}
+	return true
+}
+
 // series finds the family of name and how to read one of its samples.
 func (m Metrics) series(name string) (*dto.MetricFamily, func(*dto.Metric) float64) {
 	if f := m[name]; f != nil {

@@ -587,11 +587,36 @@ func (c *Controller) updateBackupStatus(ctx context.Context, b *v1alpha1.KeyValu
 	if err != nil {
 		return fmt.Errorf("update status of backup %s: %w", b.Name, err)
 	}
+	if ended, succeeded := attemptEnded(b.Status, updated.Status); ended {
+		observeBackupAttempt(b.Spec.Reason, succeeded)
+	}
 	*b = *updated
 	if eventType != "" {
 		c.recorder.Event(b, eventType, reason, b.Status.Message)
 	}
 	return nil
+}
+
+// attemptEnded says whether the status write from before to after records
+// the end of an attempt (its success, its failure, or the last attempt's
+// failure that exhausts them), and whether it succeeded: once per attempt,
+// as the write happens once.
+func attemptEnded(before, after v1alpha1.KeyValueStoreBackupStatus) (ended, succeeded bool) {
+	if after.Phase == v1alpha1.BackupPhaseCompleted {
+		return before.Phase != v1alpha1.BackupPhaseCompleted, true
+	}
+	now := meta.FindStatusCondition(after.Conditions, BackupConditionFailed)
+	if now == nil {
+		return false, false
+	}
+	was := meta.FindStatusCondition(before.Conditions, BackupConditionFailed)
+	switch now.Reason {
+	case ReasonAttemptFailed:
+		return was == nil || was.Reason != now.Reason || !was.LastTransitionTime.Equal(&now.LastTransitionTime), false
+	case ReasonAttemptsExhausted:
+		return was == nil || was.Reason != now.Reason, false
+	}
+	return false, false
 }
 
 // pruneFailedJobs deletes all but the newest failed attempts' Jobs of a backup.

@@ -540,6 +540,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		logger.Info("Stopped before the caches synced")
 		return nil
 	}
+	// The stores' state metrics come from this cache while it runs.
+	leaderStores.Store(&c.stores)
+	defer leaderStores.CompareAndSwap(&c.stores, nil)
 	c.followPreferredVersion(ctx)
 	go func() { // from one period on: the first read is above, before the workers
 		_ = wait.PollUntilContextCancel(ctx, preferredVersionPeriod, false, func(ctx context.Context) (bool, error) {

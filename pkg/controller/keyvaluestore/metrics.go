@@ -37,7 +37,8 @@ var (
 // registerMetrics adds the controller metrics to the /metrics registry.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, applyTotal, leader)
+		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, applyTotal, leader, backupAttempts)
+		legacyregistry.CustomMustRegister(newStoreCollector(&leaderStores))
 	})
 }
 
