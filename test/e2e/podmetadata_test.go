@@ -7,14 +7,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
-// Every Pod of a store carries its spec.podMetadata: the data replicas,
-// the proxy and the backup Job's Pod, admitted by the real kube-apiserver.
+// Every Pod of a store carries its spec.podMetadata and pulls with its
+// spec.imagePullSecrets: the data replicas, the proxy and the backup Job's
+// Pod, admitted by the real kube-apiserver.
 // It is applied once, and changing an annotation (with kubectl, in
 // v1beta1) rolls the data replicas to it; a reserved label is refused with
 // a 422 naming it.
@@ -29,6 +31,7 @@ func TestPodsCarryTheStoresMetadata(t *testing.T) {
 		Labels:      map[string]string{"team": "payments"},
 		Annotations: map[string]string{"sidecar.istio.io/inject": "false"},
 	}
+	obj.Spec.ImagePullSecrets = []v1alpha1.LocalSecretReference{{Name: "registry"}}
 	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitStore(t, kvs, ns, "tagged", "Ready with its proxy", func(k *v1alpha1.KeyValueStore) bool {
@@ -44,6 +47,7 @@ func TestPodsCarryTheStoresMetadata(t *testing.T) {
 	for _, p := range pods.Items {
 		components[p.Labels["app.kubernetes.io/component"]]++
 		assert.Equal(t, "false", p.Annotations["sidecar.istio.io/inject"], p.Name)
+		assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry"}}, p.Spec.ImagePullSecrets, p.Name)
 	}
 	assert.Equal(t, map[string]int{"data": 2, "proxy": 1, "backup": 1}, components)
 

@@ -199,7 +199,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 			WithPersistentVolumeClaimRetentionPolicy(retention).
 			WithVolumeClaimTemplates(claim).
 			WithTemplate(podTemplate(kvs, labels).
-				WithSpec(scheduledPodSpec(kvs).
+				WithSpec(storePodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentData)).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
@@ -238,7 +238,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 			WithReplicas(replicas).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, ComponentProxy))).
 			WithTemplate(podTemplate(kvs, labels).
-				WithSpec(scheduledPodSpec(kvs).
+				WithSpec(storePodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
@@ -297,7 +297,7 @@ func jobSpec(kvs *v1alpha1.KeyValueStore, podLabels map[string]string, run jobRu
 	for _, s := range run.envFrom {
 		container.WithEnvFrom(envFromSource(s))
 	}
-	pod := scheduledPodSpec(kvs).
+	pod := storePodSpec(kvs).
 		WithRestartPolicy(corev1.RestartPolicyNever).
 		WithSecurityContext(podSecurityContext(kvs)).
 		WithContainers(container)
@@ -411,11 +411,15 @@ func podSecurityContext(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSecurityContex
 	return pod
 }
 
-// scheduledPodSpec is a Pod spec that carries spec.scheduling, with only
-// the fields set that the store sets: an empty one would read back as
-// unset and make every pass re-apply.
-func scheduledPodSpec(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSpecApplyConfiguration {
+// storePodSpec is the part of a Pod spec every Pod of the store shares:
+// spec.imagePullSecrets and spec.scheduling, with only the fields set that
+// the store sets (an empty one would read back as unset and make every
+// pass re-apply).
+func storePodSpec(kvs *v1alpha1.KeyValueStore) *corev1ac.PodSpecApplyConfiguration {
 	spec := corev1ac.PodSpec()
+	for _, r := range kvs.Spec.ImagePullSecrets {
+		spec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(r.Name))
+	}
 	s := kvs.Spec.Scheduling
 	if s == nil {
 		return spec

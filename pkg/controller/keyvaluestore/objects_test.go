@@ -234,6 +234,19 @@ func templates(kvs *v1alpha1.KeyValueStore) map[string]*corev1ac.PodSpecApplyCon
 	return specs
 }
 
+// Every Pod of a store pulls its images with spec.imagePullSecrets; a
+// store without them keeps Pods without, as before the field existed.
+func TestPodsPullWithTheStoresSecrets(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.ImagePullSecrets, name)
+	}
+	kvs.Spec.ImagePullSecrets = []v1alpha1.LocalSecretReference{{Name: "registry"}, {Name: "mirror"}}
+	for name, pod := range templates(kvs) {
+		assert.Equal(t, []corev1ac.LocalObjectReferenceApplyConfiguration{{Name: ptr.To("registry")}, {Name: ptr.To("mirror")}}, pod.ImagePullSecrets, name)
+	}
+}
+
 // Every Pod of a store carries its spec.podMetadata beside the
 // controller's labels; a store without it keeps Pods with the controller's
 // labels alone and no annotations, as before the field existed.

@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.KeyValueStoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KeyValueStoreStatus"):
 		return &kvstorev1alpha1.KeyValueStoreStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalSecretReference"):
+		return &kvstorev1alpha1.LocalSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PersistentVolumeClaimRetentionPolicy"):
 		return &kvstorev1alpha1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodMetadata"):
@@ -92,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.KeyValueStoreSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("KeyValueStoreStatus"):
 		return &kvstorev1beta1.KeyValueStoreStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("LocalSecretReference"):
+		return &kvstorev1beta1.LocalSecretReferenceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PersistentVolumeClaimRetentionPolicy"):
 		return &kvstorev1beta1.PersistentVolumeClaimRetentionPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PodMetadata"):

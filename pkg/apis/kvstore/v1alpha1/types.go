@@ -115,6 +115,16 @@ type KeyValueStoreSpec struct {
 	// and the proxy; Jobs created after it use it.
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty" protobuf:"bytes,13,opt,name=podMetadata"`
+
+	// ImagePullSecrets name Secrets of the store's namespace (of type
+	// kubernetes.io/dockerconfigjson) that every Pod of the store pulls its
+	// images with: the data replicas, the proxy, and the backup and
+	// bootstrap Jobs; besides those of the namespace's default
+	// ServiceAccount. At most 16, each a DNS-1123 subdomain. Changing them
+	// rolls the data replicas one Pod at a time, and the proxy.
+	// +optional
+	// +listType=atomic
+	ImagePullSecrets []LocalSecretReference `json:"imagePullSecrets,omitempty" protobuf:"bytes,14,rep,name=imagePullSecrets"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -150,6 +160,12 @@ type Resources struct {
 	// Limits is the most the container may use, per resource.
 	// +optional
 	Limits map[string]resource.Quantity `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits"`
+}
+
+// LocalSecretReference names a Secret of the store's namespace.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 }
 
 // PodMetadata is what a store adds to the metadata of its Pods.

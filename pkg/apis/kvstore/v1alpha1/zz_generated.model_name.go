@@ -82,6 +82,11 @@ func (in KeyValueStoreStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LocalSecretReference) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.LocalSecretReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PersistentVolumeClaimRetentionPolicy) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.PersistentVolumeClaimRetentionPolicy"
 }

@@ -88,3 +88,29 @@ func annotationsSize(annotations map[string]string) int {
 	}
 	return n
 }
+
+// maxImagePullSecrets bounds spec.imagePullSecrets.
+const maxImagePullSecrets = 16
+
+// validateImagePullSecrets checks spec.imagePullSecrets: Secret names,
+// each once.
+func validateImagePullSecrets(refs []kvstore.LocalSecretReference, fldPath *field.Path) field.ErrorList {
+	if n := len(refs); n > maxImagePullSecrets {
+		return field.ErrorList{field.TooMany(fldPath, n, maxImagePullSecrets)}
+	}
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, r := range refs {
+		namePath := fldPath.Index(i).Child("name")
+		switch {
+		case r.Name == "":
+			allErrs = append(allErrs, field.Required(namePath, "the name of a Secret"))
+		case seen.Has(r.Name):
+			allErrs = append(allErrs, field.Duplicate(namePath, r.Name))
+		default:
+			allErrs = append(allErrs, validateDNSSubdomain(r.Name, namePath)...)
+		}
+		seen.Insert(r.Name)
+	}
+	return allErrs
+}

@@ -600,6 +600,31 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want: expect(tooMany("spec.podMetadata.labels"), tooLong("spec.podMetadata.annotations")),
 		},
 
+		// spec.imagePullSecrets: Secret names, each once.
+		{
+			name: "image pull secrets",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.ImagePullSecrets = []kvstore.LocalSecretReference{{Name: "registry"}, {Name: "mirror.example.com"}}
+			},
+		},
+		{
+			name: "image pull secrets invalid",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.ImagePullSecrets = []kvstore.LocalSecretReference{{Name: ""}, {Name: "Registry"}, {Name: "a"}, {Name: "a"}}
+			},
+			want: expect(required("spec.imagePullSecrets[0].name"), invalid("spec.imagePullSecrets[1].name"),
+				fieldErr{field.ErrorTypeDuplicate, "spec.imagePullSecrets[3].name"}),
+		},
+		{
+			name: "image pull secrets too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				for i := range 17 {
+					k.Spec.ImagePullSecrets = append(k.Spec.ImagePullSecrets, kvstore.LocalSecretReference{Name: fmt.Sprintf("s%d", i)})
+				}
+			},
+			want: expect(tooMany("spec.imagePullSecrets")),
+		},
+
 		// spec.securityContext: IDs within a Pod's range, the user not root.
 		{name: "securityContext user only", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(999) }},
 		{

@@ -426,6 +426,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: imagePullSecrets
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.LocalSecretReference
+          elementRelationship: atomic
     - name: paused
       type:
         scalar: boolean
@@ -500,6 +506,13 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: updatedReplicas
       type:
         scalar: numeric
+- name: io.kvstore.v1alpha1.LocalSecretReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: io.kvstore.v1alpha1.PersistentVolumeClaimRetentionPolicy
   map:
     fields:
@@ -752,6 +765,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: imagePullSecrets
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.LocalSecretReference
+          elementRelationship: atomic
     - name: paused
       type:
         scalar: boolean
@@ -823,6 +842,13 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: updatedReplicas
       type:
         scalar: numeric
+- name: io.kvstore.v1beta1.LocalSecretReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: io.kvstore.v1beta1.PersistentVolumeClaimRetentionPolicy
   map:
     fields:

@@ -80,6 +80,13 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// controller's. Changing it rolls the data replicas one Pod at a time,
 	// and the proxy; Jobs created after it use it.
 	PodMetadata *PodMetadataApplyConfiguration `json:"podMetadata,omitempty"`
+	// ImagePullSecrets name Secrets of the store's namespace (of type
+	// kubernetes.io/dockerconfigjson) that every Pod of the store pulls its
+	// images with: the data replicas, the proxy, and the backup and
+	// bootstrap Jobs; besides those of the namespace's default
+	// ServiceAccount. At most 16, each a DNS-1123 subdomain. Changing them
+	// rolls the data replicas one Pod at a time, and the proxy.
+	ImagePullSecrets []LocalSecretReferenceApplyConfiguration `json:"imagePullSecrets,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -189,5 +196,18 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithScheduling(value *SchedulingAp
 // If called multiple times, the PodMetadata field is set to the value of the last call.
 func (b *KeyValueStoreSpecApplyConfiguration) WithPodMetadata(value *PodMetadataApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
 	b.PodMetadata = value
+	return b
+}
+
+// WithImagePullSecrets adds the given value to the ImagePullSecrets field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ImagePullSecrets field.
+func (b *KeyValueStoreSpecApplyConfiguration) WithImagePullSecrets(values ...*LocalSecretReferenceApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithImagePullSecrets")
+		}
+		b.ImagePullSecrets = append(b.ImagePullSecrets, *values[i])
+	}
 	return b
 }
