@@ -358,7 +358,7 @@ func schema_pkg_apis_kvstore_v1alpha1_EnvFromSource(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"prefix": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\". Keys that make no valid name are skipped by the kubelet.",
+							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\", at most 253 characters.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1025,7 +1025,7 @@ func schema_pkg_apis_kvstore_v1alpha1_PodMetadata(ref common.ReferenceCallback) 
 					},
 					"annotations": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Annotations are added to the Pods' annotations, at most 256 KiB in all, as on any object. Keys under kvstore.io/ are refused.",
+							Description: "Annotations are added to the Pods' annotations: keys as in any annotation, at most 64 KiB of keys and values together. Keys under kvstore.io/ and batch.kubernetes.io/ are refused, and so are those kube-apiserver checks against a Pod's spec, which the controller sets: the seccomp and AppArmor annotations, scheduler.alpha.kubernetes.io/tolerations, kubernetes.io/config.mirror and controller.kubernetes.io/pod-deletion-cost.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
@@ -1492,7 +1492,7 @@ func schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref common.ReferenceCallback)
 				Properties: map[string]spec.Schema{
 					"prefix": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\". Keys that make no valid name are skipped by the kubelet.",
+							Description: "Prefix is put before each key to make the variable's name: printable ASCII without \"=\", at most 253 characters.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2152,7 +2152,7 @@ func schema_pkg_apis_kvstore_v1beta1_PodMetadata(ref common.ReferenceCallback) c
 					},
 					"annotations": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Annotations are added to the Pods' annotations, at most 256 KiB in all, as on any object. Keys under kvstore.io/ are refused.",
+							Description: "Annotations are added to the Pods' annotations: keys as in any annotation, at most 64 KiB of keys and values together. Keys under kvstore.io/ and batch.kubernetes.io/ are refused, and so are those kube-apiserver checks against a Pod's spec, which the controller sets: the seccomp and AppArmor annotations, scheduler.alpha.kubernetes.io/tolerations, kubernetes.io/config.mirror and controller.kubernetes.io/pod-deletion-cost.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

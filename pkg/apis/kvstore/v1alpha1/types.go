@@ -181,8 +181,14 @@ type PodMetadata struct {
 	// +optional
 	Labels map[string]string `json:"labels,omitempty" protobuf:"bytes,1,rep,name=labels"`
 
-	// Annotations are added to the Pods' annotations, at most 256 KiB in
-	// all, as on any object. Keys under kvstore.io/ are refused.
+	// Annotations are added to the Pods' annotations: keys as in any
+	// annotation, at most 64 KiB of keys and values together. Keys under
+	// kvstore.io/ and batch.kubernetes.io/ are refused, and so are those
+	// kube-apiserver checks against a Pod's spec, which the controller
+	// sets: the seccomp and AppArmor annotations,
+	// scheduler.alpha.kubernetes.io/tolerations,
+	// kubernetes.io/config.mirror and
+	// controller.kubernetes.io/pod-deletion-cost.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
 }
@@ -426,8 +432,7 @@ type BootstrapSpec struct {
 // set.
 type EnvFromSource struct {
 	// Prefix is put before each key to make the variable's name: printable
-	// ASCII without "=". Keys that make no valid name are skipped by the
-	// kubelet.
+	// ASCII without "=", at most 253 characters.
 	// +optional
 	Prefix string `json:"prefix,omitempty" protobuf:"bytes,1,opt,name=prefix"`
 

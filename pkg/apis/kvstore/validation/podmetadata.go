@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -34,6 +35,32 @@ var reservedPodLabels = sets.New(
 // to the controller (kvstore.io/) and to the Job controller.
 var reservedPrefixes = []string{"kvstore.io/", "batch.kubernetes.io/"}
 
+// refusedPodAnnotations are annotations kube-apiserver checks on a Pod
+// template against its spec (ValidatePodSpecificAnnotations and the seccomp
+// and AppArmor checks): deprecated forms of fields the controller sets
+// (seccomp, AppArmor per container, tolerations), the kubelet's mirror-Pod
+// mark, and a ReplicaSet's deletion cost. A value the store could set
+// there would get its workloads refused, after the store was accepted.
+var (
+	refusedPodAnnotations = sets.New(
+		"seccomp.security.alpha.kubernetes.io/pod", "scheduler.alpha.kubernetes.io/tolerations",
+		"kubernetes.io/config.mirror", "controller.kubernetes.io/pod-deletion-cost",
+	)
+	refusedPodAnnotationPrefixes = []string{"container.seccomp.security.alpha.kubernetes.io/", "container.apparmor.security.beta.kubernetes.io/"}
+)
+
+// refusedPodAnnotation says a store may not set key in
+// spec.podMetadata.annotations, and why.
+func refusedPodAnnotation(key string) string {
+	switch {
+	case reservedPrefix(key):
+		return "is set by the controller or by Kubernetes on the store's Pods"
+	case refusedPodAnnotations.Has(key) || slices.ContainsFunc(refusedPodAnnotationPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }):
+		return "is checked by kube-apiserver against the Pod's spec, which the controller sets: use spec.securityContext and spec.scheduling"
+	}
+	return ""
+}
+
 // ReservedPodLabel says a store may not set key in spec.podMetadata.labels.
 func ReservedPodLabel(key string) bool {
 	return reservedPodLabels.Has(key) || reservedPrefix(key)
@@ -49,8 +76,8 @@ func reservedPrefix(key string) bool {
 }
 
 // validatePodMetadata checks spec.podMetadata as kube-apiserver checks a
-// Pod's labels and annotations, and refuses the keys that are not the
-// store's to set.
+// Pod template's labels and annotations, and refuses the keys that are not
+// the store's to set.
 func validatePodMetadata(m *kvstore.PodMetadata, fldPath *field.Path) field.ErrorList {
 	if m == nil {
 		return nil
@@ -73,8 +100,8 @@ func validatePodMetadata(m *kvstore.PodMetadata, fldPath *field.Path) field.Erro
 	}
 	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(m.Annotations, annotationsPath)...)
 	for _, k := range sets.List(sets.KeySet(m.Annotations)) {
-		if reservedPrefix(k) {
-			allErrs = append(allErrs, field.Forbidden(annotationsPath.Key(k), "is set by the controller or by Kubernetes on the store's Pods"))
+		if why := refusedPodAnnotation(k); why != "" {
+			allErrs = append(allErrs, field.Forbidden(annotationsPath.Key(k), why))
 		}
 	}
 	return allErrs

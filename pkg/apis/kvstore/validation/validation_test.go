@@ -576,10 +576,27 @@ func TestValidateKeyValueStore(t *testing.T) {
 				k.Spec.PodMetadata = &kvstore.PodMetadata{
 					Labels: map[string]string{"app.kubernetes.io/instance": "other", "app.kubernetes.io/component": "data", "kvstore.io/store-uid": "x",
 						"controller-revision-hash": "x", "batch.kubernetes.io/job-name": "x", "job-name": "x"},
-					Annotations: map[string]string{"kvstore.io/attempt": "1"},
+					Annotations: map[string]string{"kvstore.io/attempt": "1", "batch.kubernetes.io/x": "",
+						// What kube-apiserver checks against a Pod template's
+						// spec, or refuses outright (found by review: the
+						// store was accepted, its workloads refused).
+						"controller.kubernetes.io/pod-deletion-cost":             "high",
+						"seccomp.security.alpha.kubernetes.io/pod":               "unconfined",
+						"container.seccomp.security.alpha.kubernetes.io/kvstore": "unconfined",
+						"container.apparmor.security.beta.kubernetes.io/kvstore": "runtime/default",
+						"kubernetes.io/config.mirror":                            "x",
+						"scheduler.alpha.kubernetes.io/tolerations":              "not json",
+					},
 				}
 			},
 			want: expect(
+				forbidden("spec.podMetadata.annotations[batch.kubernetes.io/x]"),
+				forbidden("spec.podMetadata.annotations[controller.kubernetes.io/pod-deletion-cost]"),
+				forbidden("spec.podMetadata.annotations[seccomp.security.alpha.kubernetes.io/pod]"),
+				forbidden("spec.podMetadata.annotations[container.seccomp.security.alpha.kubernetes.io/kvstore]"),
+				forbidden("spec.podMetadata.annotations[container.apparmor.security.beta.kubernetes.io/kvstore]"),
+				forbidden("spec.podMetadata.annotations[kubernetes.io/config.mirror]"),
+				forbidden("spec.podMetadata.annotations[scheduler.alpha.kubernetes.io/tolerations]"),
 				forbidden("spec.podMetadata.labels[app.kubernetes.io/component]"),
 				forbidden("spec.podMetadata.labels[app.kubernetes.io/instance]"),
 				forbidden("spec.podMetadata.labels[batch.kubernetes.io/job-name]"),

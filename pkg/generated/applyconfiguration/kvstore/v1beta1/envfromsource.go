@@ -26,8 +26,7 @@ package v1beta1
 // set.
 type EnvFromSourceApplyConfiguration struct {
 	// Prefix is put before each key to make the variable's name: printable
-	// ASCII without "=". Keys that make no valid name are skipped by the
-	// kubelet.
+	// ASCII without "=", at most 253 characters.
 	Prefix *string `json:"prefix,omitempty"`
 	// ConfigMapRef is the ConfigMap to take the variables from.
 	ConfigMapRef *EnvSourceReferenceApplyConfiguration `json:"configMapRef,omitempty"`

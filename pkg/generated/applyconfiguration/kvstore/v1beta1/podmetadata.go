@@ -32,8 +32,14 @@ type PodMetadataApplyConfiguration struct {
 	// controller-uid, job-name, batch.kubernetes.io/...) and keys under
 	// kvstore.io/ are refused.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Annotations are added to the Pods' annotations, at most 256 KiB in
-	// all, as on any object. Keys under kvstore.io/ are refused.
+	// Annotations are added to the Pods' annotations: keys as in any
+	// annotation, at most 64 KiB of keys and values together. Keys under
+	// kvstore.io/ and batch.kubernetes.io/ are refused, and so are those
+	// kube-apiserver checks against a Pod's spec, which the controller
+	// sets: the seccomp and AppArmor annotations,
+	// scheduler.alpha.kubernetes.io/tolerations,
+	// kubernetes.io/config.mirror and
+	// controller.kubernetes.io/pod-deletion-cost.
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
