@@ -132,7 +132,9 @@ func table(t *testing.T, out string) ([]string, []map[string]string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.NotEmpty(t, lines)
-	header := strings.Fields(lines[0])
+	// Columns are at least three spaces apart; a name may hold one
+	// ("LAST BACKUP").
+	header := regexp.MustCompile(`\S+(?: \S+)*`).FindAllString(lines[0], -1)
 	starts := make([]int, len(header))
 	for i, h := range header {
 		from := 0

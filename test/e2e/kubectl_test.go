@@ -21,9 +21,11 @@ func TestGetPrintsColumns(t *testing.T) {
 	assert.Equal(t, "1", rows[0]["REPLICAS"])
 
 	header, rows = table(t, mustKubectl(t, "get", "kvs", "-n", ns, "-o", "wide"))
-	assert.Equal(t, []string{"NAME", "REPLICAS", "READY", "PHASE", "AGE", "IMAGE"}, header)
+	assert.Equal(t, []string{"NAME", "REPLICAS", "READY", "PHASE", "AGE", "IMAGE", "CAPACITY", "LAST BACKUP"}, header)
 	require.Len(t, rows, 1)
 	assert.Equal(t, "redis:7.2", rows[0]["IMAGE"])
+	assert.Equal(t, "1Gi", rows[0]["CAPACITY"])
+	assert.Equal(t, "<none>", rows[0]["LAST BACKUP"])
 }
 
 func TestDescribeShowsImageAndFinalizer(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 )
 
 // TableConvertor prints KeyValueStores for `kubectl get`: NAME, REPLICAS,
-// READY, PHASE, AGE, and IMAGE under -o wide (priority 1).
+// READY, PHASE, AGE, and IMAGE, CAPACITY and LAST BACKUP under -o wide
+// (priority 1).
 type TableConvertor struct{}
 
 var _ rest.TableConvertor = TableConvertor{}
@@ -28,6 +29,8 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Phase", Type: "string", Description: "Summary of the store's state (status.phase)."},
 	{Name: "Age", Type: "string", Description: "Time since the store was created."},
 	{Name: "Image", Type: "string", Priority: 1, Description: "Image of the data replicas (spec.image)."},
+	{Name: "Capacity", Type: "string", Priority: 1, Description: "Storage each data replica's claim asks for at least (spec.storage.capacity)."},
+	{Name: "Last Backup", Type: "string", Priority: 1, Description: "Time since the store's newest Completed backup completed (status.lastBackupTime)."},
 }
 
 // ConvertToTable turns one store or a list into table rows.
@@ -79,8 +82,19 @@ func row(kvs *kvstore.KeyValueStore) metav1.TableRow {
 			phase,
 			age(kvs.CreationTimestamp),
 			kvs.Spec.Image,
+			kvs.Spec.Storage.Size.String(),
+			since(kvs.Status.LastBackupTime),
 		},
 	}
+}
+
+// since is how long ago t was, "<none>" when it never was (as kubectl
+// prints a CronJob's last schedule).
+func since(t *metav1.Time) string {
+	if t == nil {
+		return "<none>"
+	}
+	return age(*t)
 }
 
 func age(t metav1.Time) string {

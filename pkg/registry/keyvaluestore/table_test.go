@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -22,7 +23,7 @@ func tableKVS(name string, replicas *int32, ready int32, phase kvstore.KeyValueS
 			ResourceVersion:   "42",
 			CreationTimestamp: metav1.NewTime(time.Now().Add(-10 * time.Hour)),
 		},
-		Spec:   kvstore.KeyValueStoreSpec{Replicas: replicas, Image: "redis:7.2"},
+		Spec:   kvstore.KeyValueStoreSpec{Replicas: replicas, Image: "redis:7.2", Storage: kvstore.StorageSpec{Size: resource.MustParse("1Gi")}},
 		Status: kvstore.KeyValueStoreStatus{Phase: phase, ReadyReplicas: ready},
 	}
 }
@@ -35,7 +36,7 @@ func TestConvertToTableColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	assert.Equal(t, []string{"Name", "Replicas", "Ready", "Phase", "Age", "Image"}, names)
+	assert.Equal(t, []string{"Name", "Replicas", "Ready", "Phase", "Age", "Image", "Capacity", "Last Backup"}, names)
 
 	byName := map[string]metav1.TableColumnDefinition{}
 	for _, c := range table.ColumnDefinitions {
@@ -47,7 +48,9 @@ func TestConvertToTableColumns(t *testing.T) {
 		assert.Equal(t, int32(0), byName[n].Priority, n)
 		assert.NotEmpty(t, byName[n].Description, n)
 	}
-	assert.Equal(t, int32(1), byName["Image"].Priority, "Image is shown only with -o wide")
+	for _, n := range []string{"Image", "Capacity", "Last Backup"} {
+		assert.Equal(t, int32(1), byName[n].Priority, "%s is shown only with -o wide", n)
+	}
 
 	// Every row has one cell per column.
 	require.Len(t, table.Rows, 1)
@@ -62,6 +65,9 @@ func TestConvertToTableCells(t *testing.T) {
 	noTimestamp := tableKVS("n", ptr.To[int32](1), 0, "")
 	noTimestamp.CreationTimestamp = metav1.Time{}
 
+	backedUp := tableKVS("l", ptr.To[int32](1), 1, kvstore.PhaseReady)
+	backedUp.Status.LastBackupTime = ptr.To(metav1.NewTime(time.Now().Add(-3 * time.Hour)))
+
 	tests := []struct {
 		name      string
 		obj       *kvstore.KeyValueStore
@@ -71,31 +77,37 @@ func TestConvertToTableCells(t *testing.T) {
 		{
 			name:      "ready count out of desired",
 			obj:       tableKVS("a", ptr.To[int32](3), 2, kvstore.PhaseCreating),
-			wantCells: []interface{}{"a", int64(3), "2/3", "Creating", "redis:7.2"},
+			wantCells: []interface{}{"a", int64(3), "2/3", "Creating", "redis:7.2", "1Gi", "<none>"},
 			wantAge:   "10h",
 		},
 		{
 			name:      "empty phase prints Pending",
 			obj:       tableKVS("b", ptr.To[int32](5), 0, ""),
-			wantCells: []interface{}{"b", int64(5), "0/5", "Pending", "redis:7.2"},
+			wantCells: []interface{}{"b", int64(5), "0/5", "Pending", "redis:7.2", "1Gi", "<none>"},
 			wantAge:   "10h",
 		},
 		{
 			name:      "deleting prints Terminating whatever the phase",
 			obj:       deleting,
-			wantCells: []interface{}{"d", int64(3), "3/3", "Terminating", "redis:7.2"},
+			wantCells: []interface{}{"d", int64(3), "3/3", "Terminating", "redis:7.2", "1Gi", "<none>"},
 			wantAge:   "10h",
 		},
 		{
 			name:      "nil replicas prints 0",
 			obj:       tableKVS("c", nil, 0, kvstore.PhaseFailed),
-			wantCells: []interface{}{"c", int64(0), "0/0", "Failed", "redis:7.2"},
+			wantCells: []interface{}{"c", int64(0), "0/0", "Failed", "redis:7.2", "1Gi", "<none>"},
+			wantAge:   "10h",
+		},
+		{
+			name:      "last backup",
+			obj:       backedUp,
+			wantCells: []interface{}{"l", int64(1), "1/1", "Ready", "redis:7.2", "1Gi", "3h"},
 			wantAge:   "10h",
 		},
 		{
 			name:      "unknown age",
 			obj:       noTimestamp,
-			wantCells: []interface{}{"n", int64(1), "0/1", "Pending", "redis:7.2"},
+			wantCells: []interface{}{"n", int64(1), "0/1", "Pending", "redis:7.2", "1Gi", "<none>"},
 			wantAge:   "<unknown>",
 		},
 	}
@@ -105,8 +117,8 @@ func TestConvertToTableCells(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, table.Rows, 1)
 			row := table.Rows[0]
-			require.Len(t, row.Cells, 6)
-			cells := []interface{}{row.Cells[0], row.Cells[1], row.Cells[2], row.Cells[3], row.Cells[5]}
+			require.Len(t, row.Cells, len(columns))
+			cells := append([]interface{}{row.Cells[0], row.Cells[1], row.Cells[2], row.Cells[3]}, row.Cells[5:]...)
 			assert.Equal(t, tc.wantCells, cells)
 			assert.Equal(t, tc.wantAge, row.Cells[4])
 			assert.Same(t, tc.obj, row.Object.Object, "row carries the object for -o name and custom columns")
@@ -127,7 +139,7 @@ func TestConvertToTableList(t *testing.T) {
 	table, err := TableConvertor{}.ConvertToTable(context.Background(), list, &metav1.TableOptions{})
 	require.NoError(t, err)
 
-	assert.Len(t, table.ColumnDefinitions, 6)
+	assert.Len(t, table.ColumnDefinitions, len(columns))
 	assert.Equal(t, "99", table.ResourceVersion)
 	assert.Equal(t, "next-page", table.Continue)
 	require.NotNil(t, table.RemainingItemCount)
@@ -150,18 +162,18 @@ func TestConvertToTableNoHeaders(t *testing.T) {
 
 	withHeaders, err := TableConvertor{}.ConvertToTable(context.Background(), obj, &metav1.TableOptions{NoHeaders: false})
 	require.NoError(t, err)
-	assert.Len(t, withHeaders.ColumnDefinitions, 6)
+	assert.Len(t, withHeaders.ColumnDefinitions, len(columns))
 
 	noHeaders, err := TableConvertor{}.ConvertToTable(context.Background(), obj, &metav1.TableOptions{NoHeaders: true})
 	require.NoError(t, err)
 	assert.Empty(t, noHeaders.ColumnDefinitions)
 	require.Len(t, noHeaders.Rows, 1)
-	assert.Len(t, noHeaders.Rows[0].Cells, 6, "rows keep every cell")
+	assert.Len(t, noHeaders.Rows[0].Cells, len(columns), "rows keep every cell")
 
 	// Options of another type are ignored: headers are printed.
 	other, err := TableConvertor{}.ConvertToTable(context.Background(), obj, &metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Len(t, other.ColumnDefinitions, 6)
+	assert.Len(t, other.ColumnDefinitions, len(columns))
 }
 
 func TestConvertToTableWrongType(t *testing.T) {
