@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -53,6 +54,34 @@ func waitBackup(t *testing.T, kvs versioned.Interface, ns, name string, phase v1
 		}
 		if b.Status.Phase != phase {
 			return fmt.Errorf("backup %s is %q (%s), want %s", name, b.Status.Phase, b.Status.Message, phase)
+		}
+		got = b
+		return nil
+	}))
+	return got
+}
+
+// takeBackup creates the Manual backup name of store and waits until it
+// is Completed.
+func takeBackup(t *testing.T, kvs versioned.Interface, ns, name, store string) *v1alpha1.KeyValueStoreBackup {
+	t.Helper()
+	_, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(context.Background(), manualBackup(name, store), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return waitBackup(t, kvs, ns, name, v1alpha1.BackupPhaseCompleted)
+}
+
+// waitBackupRunning waits until the backup runs with a message that has
+// every one of parts, and returns it.
+func waitBackupRunning(t *testing.T, kvs versioned.Interface, ns, name string, parts ...string) *v1alpha1.KeyValueStoreBackup {
+	t.Helper()
+	var got *v1alpha1.KeyValueStoreBackup
+	require.NoError(t, framework.WaitFor(context.Background(), readyTimeout, func(ctx context.Context) error {
+		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if b.Status.Phase != v1alpha1.BackupPhaseRunning || slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(b.Status.Message, p) }) {
+			return fmt.Errorf("backup %s is %s: %q, want Running with %q", name, b.Status.Phase, b.Status.Message, parts)
 		}
 		got = b
 		return nil

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
-	"github.com/kvstore-io/kvstore-apiserver/test/framework"
 )
 
 // A store's backup and bootstrap Jobs run as the ServiceAccounts their
@@ -40,30 +38,17 @@ func TestBackupsRunAsTheirServiceAccountWithTheirSecrets(t *testing.T) {
 	secret := []v1alpha1.EnvFromSource{{Prefix: "S3_", SecretRef: &v1alpha1.EnvSourceReference{Name: "s3"}}}
 	obj.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Image: backupImageOK, ServiceAccountName: "backup-reader", EnvFrom: secret}
 	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK, ServiceAccountName: "backup-writer", EnvFrom: secret}
-	_, err = kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitStore(t, kvs, ns, "creds", "Ready", isReady)
+	createReady(t, kvs, ns, obj)
 	requireJobRanAs(t, kube, ns, "creds-bootstrap-1", "backup-reader", secret)
 
-	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("first", "creds"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	b := waitBackup(t, kvs, ns, "first", v1alpha1.BackupPhaseCompleted)
+	b := takeBackup(t, kvs, ns, "first", "creds")
 	requireJobRanAs(t, kube, ns, b.Status.JobName, "backup-writer", secret)
 
 	mustKubectl(t, "patch", "keyvaluestores.v1beta1.kvstore.io", "creds", "-n", ns, "--type=merge",
 		"-p", `{"spec":{"backup":{"serviceAccountName":"backup-mover"}}}`)
 	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("second", "creds"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
-		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, "second", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if b.Status.Phase != v1alpha1.BackupPhaseRunning || !strings.Contains(b.Status.Message, `serviceaccount "backup-mover" not found`) {
-			return fmt.Errorf("backup is %s: %q", b.Status.Phase, b.Status.Message)
-		}
-		return nil
-	}))
+	waitBackupRunning(t, kvs, ns, "second", `serviceaccount "backup-mover" not found`)
 	waitStore(t, kvs, ns, "creds", "ReplicaFailure naming the backup Job", func(k *v1alpha1.KeyValueStore) bool {
 		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure)
 		return c != nil && strings.HasPrefix(c.Message, "Job second-1: ") && strings.Contains(c.Message, "backup-mover")
@@ -87,22 +72,10 @@ func TestABackupWhosePodCannotStartSaysWhy(t *testing.T) {
 	ns := namespace(t)
 	obj := store("pull", 1)
 	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: "kvstore.io/e2e-image:cannot-pull", ActiveDeadlineSeconds: ptr.To[int64](15)}
-	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	createReady(t, kvs, ns, obj)
+	_, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "pull"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitStore(t, kvs, ns, "pull", "Ready", isReady)
-	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "pull"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
-		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, "now", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if b.Status.Phase != v1alpha1.BackupPhaseRunning || !strings.HasPrefix(b.Status.Message, "attempt 1: Job now-1: its Pod now-1-") ||
-			!strings.Contains(b.Status.Message, "cannot start: ImagePullBackOff") {
-			return fmt.Errorf("backup is %s: %q", b.Status.Phase, b.Status.Message)
-		}
-		return nil
-	}))
+	waitBackupRunning(t, kvs, ns, "now", "attempt 1: Job now-1: its Pod now-1-", "cannot start: ImagePullBackOff")
 	assert.Contains(t, mustKubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=now,reason=PodCannotStart", "-o", "name"), "event")
 
 	mustKubectl(t, "patch", "kvs", "pull", "-n", ns, "--type=merge", "-p", `{"spec":{"backup":{"image":"`+backupImageOK+`"}}}`)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/test/framework"
@@ -36,12 +35,8 @@ func TestStoreStateIsExported(t *testing.T) {
 	ns := namespace(t)
 	obj := store("watched", 1)
 	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageOK}
-	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitStore(t, kvs, ns, "watched", "Ready", isReady)
-	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "watched"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	b := waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
+	createReady(t, kvs, ns, obj)
+	b := takeBackup(t, kvs, ns, "now", "watched")
 	waitStore(t, kvs, ns, "watched", "lastBackupTime", func(k *v1alpha1.KeyValueStore) bool { return k.Status.LastBackupTime != nil })
 
 	this := map[string]string{"namespace": ns, "name": "watched"}

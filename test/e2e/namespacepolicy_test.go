@@ -90,16 +90,7 @@ func TestABackupRefusedByTheNamespaceSaysWhy(t *testing.T) {
 	waitStore(t, kvs, ns, "sized", "Ready", isReady)
 	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "sized"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
-		b, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Get(ctx, "now", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if b.Status.Phase != v1alpha1.BackupPhaseRunning || !strings.Contains(b.Status.Message, "cannot create its Pod") || !strings.Contains(b.Status.Message, "must specify") {
-			return fmt.Errorf("backup is %s: %q", b.Status.Phase, b.Status.Message)
-		}
-		return nil
-	}))
+	waitBackupRunning(t, kvs, ns, "now", "cannot create its Pod", "must specify")
 	waitStore(t, kvs, ns, "sized", "ReplicaFailure naming the backup Job", func(k *v1alpha1.KeyValueStore) bool {
 		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionReplicaFailure)
 		return c != nil && strings.HasPrefix(c.Message, "Job now-1: ") && strings.Contains(c.Message, "must specify")

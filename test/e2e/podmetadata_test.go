@@ -37,9 +37,7 @@ func TestPodsCarryTheStoresMetadata(t *testing.T) {
 	waitStore(t, kvs, ns, "tagged", "Ready with its proxy", func(k *v1alpha1.KeyValueStore) bool {
 		return isReady(k) && k.Status.ProxyReadyReplicas == 1
 	})
-	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("now", "tagged"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitBackup(t, kvs, ns, "now", v1alpha1.BackupPhaseCompleted)
+	takeBackup(t, kvs, ns, "now", "tagged")
 
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "team=payments"})
 	require.NoError(t, err)
