@@ -141,7 +141,12 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	active := runnable[i]
 	for _, b := range runnable {
 		if b != active {
-			errs = append(errs, c.markBackupWaiting(ctx, b, fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)))
+			msg := fmt.Sprintf("waiting for backup %s of the same store: one backup Job runs at a time", active.Name)
+			if teardownsOwn(kvs, b) && active.Status.Message != "" {
+				// The teardown repeats this: say what holds it up.
+				msg += fmt.Sprintf(" (%s: %s)", active.Name, active.Status.Message)
+			}
+			errs = append(errs, c.markBackupWaiting(ctx, b, msg))
 		}
 	}
 	if active.Status.Attempts == 0 && !teardownsOwn(kvs, active) && bootstrapUndecided(kvs) {
@@ -234,6 +239,9 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 func (c *Controller) reportJobRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job, attempt int) error {
 	if b.Status.Phase != v1alpha1.BackupPhaseRunning {
 		return nil // recorded as started only by startBackupAttempt
+	}
+	if jobDecided(job) {
+		return nil // what held its Pod up stays told until the end is recorded
 	}
 	msg, eventType, reason := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), "", ""
 	if kvs != nil {

@@ -491,6 +491,32 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 	})
 }
 
+// A teardown whose Final backup waits for a backup that started before it
+// says what holds that one up (found by review: it said only that one
+// backup Job runs at a time, not that the other one's Pod was refused).
+func TestTeardownWaitingForAnotherBackupSaysWhatHoldsItUp(t *testing.T) {
+	f, kvs, job := runningBackup(t)
+	f.cache(failedCreate(job, testNow))
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	f.deleteStore(kvs)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs)) // deletes the client Service
+	require.NoError(t, err)
+	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+	for range 3 { // the Final backup, its wait, the store told
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	want := "waiting for backup b of the same store: one backup Job runs at a time (b: attempt 1: Job b-1 cannot create its Pod: " + refusal + ")"
+	assert.Equal(t, want, f.backup(finalBackupName(kvs)).Status.Message)
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, c)
+	assert.Contains(t, c.Message, want)
+}
+
 // A teardown whose Final backup a quota on backups refuses waits 30 s at a
 // time, saying so with how to skip it, with one Warning event: not a sync
 // error, whose backoff grows to 1000 s while a quota freed meanwhile wakes

@@ -59,6 +59,9 @@ type bootstrapState struct {
 	condition *metav1.Condition
 	// requeueAfter: look again then (a backoff running out).
 	requeueAfter time.Duration
+	// heldUp: the running Job's Pod is refused or cannot start; its
+	// condition is told with a Warning event.
+	heldUp bool
 }
 
 // bootstrapJobs are the store's bootstrap Jobs, oldest attempt first.
@@ -128,10 +131,7 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	}
 	latest := jobs[len(jobs)-1]
 	if !jobCondition(latest, batchv1.JobFailed) {
-		msg := fmt.Sprintf("bootstrap Job %s runs (attempt %d)", latest.Name, attemptOf(latest))
-		if why := c.jobPodStuck(kvs, latest, ComponentBootstrap); why != "" {
-			msg = fmt.Sprintf("bootstrap Job %s (attempt %d): %s", latest.Name, attemptOf(latest), why)
-		}
+		msg, heldUp := c.bootstrapRunning(kvs, latest)
 		running := cond(metav1.ConditionFalse, ReasonBootstrapRunning, msg)
 		if heldByUs(latest) {
 			// The backup may have gone or been replaced since the Job was
@@ -148,7 +148,7 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 				return bootstrapState{}, err
 			}
 		}
-		return bootstrapState{condition: running}, nil
+		return bootstrapState{condition: running, heldUp: heldUp}, nil
 	}
 	attempt := attemptOf(latest)
 	if attempt >= bootstrapAttemptLimit {
@@ -163,6 +163,26 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 				attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339)))}, nil
 	}
 	return c.startBootstrap(ctx, kvs, latest, attempt+1, cond)
+}
+
+// bootstrapRunning says how job, the bootstrap's Job that has not failed,
+// goes: it runs, or its Pod is refused or cannot start (heldUp, told with
+// a Warning event). Once the Job controller has decided the Job's end, the
+// message recorded stays until the end is: its Pod, being terminated, no
+// longer says what held it up.
+func (c *Controller) bootstrapRunning(kvs *v1alpha1.KeyValueStore, job *batchv1.Job) (msg string, heldUp bool) {
+	attempt := attemptOf(job)
+	if why := c.jobFailure(kvs, job, ComponentBootstrap); why != "" {
+		return fmt.Sprintf("bootstrap Job %s (attempt %d) cannot create its Pod: %s", job.Name, attempt, truncate(why, maxFailureMessage)), true
+	}
+	if why := c.jobPodStuck(kvs, job, ComponentBootstrap); why != "" {
+		return fmt.Sprintf("bootstrap Job %s (attempt %d): %s", job.Name, attempt, why), true
+	}
+	if recorded := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); jobDecided(job) &&
+		recorded != nil && recorded.Reason == ReasonBootstrapRunning {
+		return recorded.Message, false
+	}
+	return fmt.Sprintf("bootstrap Job %s runs (attempt %d)", job.Name, attempt), false
 }
 
 // bootstrapUndecided: the store has a bootstrap that has neither succeeded
@@ -351,7 +371,7 @@ func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValu
 	}); err != nil {
 		return err
 	}
-	c.recordBootstrapEvent(kvs, before, running)
+	c.recordBootstrapEvent(kvs, before, running, false)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": job.UID}, "spec": map[string]any{"suspend": false}})
 	if err != nil {
 		return err
@@ -404,13 +424,14 @@ func phaseOr(p v1alpha1.KeyValueStoreBackupPhase) string {
 	return string(p)
 }
 
-// recordBootstrapEvent tells, once per change, how the bootstrap goes.
-func (c *Controller) recordBootstrapEvent(kvs *v1alpha1.KeyValueStore, before, after *metav1.Condition) {
+// recordBootstrapEvent tells, once per change, how the bootstrap goes; a
+// Warning when it fails or its Job's Pod is held up.
+func (c *Controller) recordBootstrapEvent(kvs *v1alpha1.KeyValueStore, before, after *metav1.Condition, heldUp bool) {
 	if after == nil || tellsTheSame(before, after) {
 		return
 	}
 	eventType := corev1.EventTypeNormal
-	if after.Reason != ReasonBootstrapStarting && after.Reason != ReasonBootstrapRunning && after.Reason != ReasonBootstrapSucceeded && after.Reason != ReasonWaitingForDataTier {
+	if heldUp || after.Reason != ReasonBootstrapStarting && after.Reason != ReasonBootstrapRunning && after.Reason != ReasonBootstrapSucceeded && after.Reason != ReasonWaitingForDataTier {
 		eventType = corev1.EventTypeWarning
 	}
 	c.recorder.Event(kvs, eventType, after.Reason, after.Message)

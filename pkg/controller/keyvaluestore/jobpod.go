@@ -23,7 +23,7 @@ const ReasonPodCannotStart = "PodCannotStart"
 // still start. The Job's deadline fails such an attempt in the end; until
 // then the backup or bootstrap would only read "runs".
 func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) string {
-	if jobCondition(job, batchv1.JobComplete) || jobCondition(job, batchv1.JobFailed) || job.Status.Active == 0 {
+	if jobDecided(job) || job.Status.Active == 0 {
 		return ""
 	}
 	pods, err := c.componentPods(kvs, component)
@@ -38,6 +38,14 @@ func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, 
 	}
 	p := slices.MinFunc(pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 	return truncate(fmt.Sprintf("its Pod %s cannot start: %s", p.Name, whyCannotStart(p)), maxFailureMessage)
+}
+
+// jobDecided: the Job has ended, or the Job controller has decided how
+// (FailureTarget, SuccessCriteriaMet: it then terminates its Pods, and
+// Complete or Failed follows). What held its Pod up is no longer news.
+func jobDecided(job *batchv1.Job) bool {
+	return slices.ContainsFunc([]batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobSuccessCriteriaMet},
+		func(t batchv1.JobConditionType) bool { return jobCondition(job, t) })
 }
 
 // whyCannotStart is the reason and message of what keeps p, a Pod that

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
@@ -47,23 +48,15 @@ func TestABackupSaysWhyItsPodCannotStart(t *testing.T) {
 	assert.Equal(t, "attempt 1: Job b-1 runs", f.backup("b").Status.Message, "the Pod started")
 }
 
-// A bootstrap whose Job's Pod cannot start says so in its condition; one
-// that is still scheduled or pulled does not.
+// A bootstrap whose Job's Pod cannot start says so in its condition, with
+// a Warning event; one that is still scheduled or pulled does not.
 func TestABootstrapSaysWhyItsPodCannotStart(t *testing.T) {
-	kvs := newStore(withBootstrap(""))
-	f := newFixture(t, kvs)
-	_, err := f.sync(kvs)
-	require.NoError(t, err)
-	f.markReady(kvs)
-	_, err = f.sync(f.stored(kvs))
-	require.NoError(t, err)
-	f.refreshCache("ns")
-	job := f.job("s-bootstrap-1")
+	f, kvs, job := runningBootstrap(t)
 	f.activeJob(job)
 	pod := jobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x")
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
 	f.addPod(pod)
-	_, err = f.sync(f.stored(kvs))
+	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Equal(t, "bootstrap Job s-bootstrap-1 runs (attempt 1)", f.bootstrapped(kvs).Message, "a Pod still starting")
 
@@ -73,7 +66,79 @@ func TestABootstrapSaysWhyItsPodCannotStart(t *testing.T) {
 	require.NoError(t, err)
 	c := f.bootstrapped(kvs)
 	assert.Equal(t, ReasonBootstrapRunning, c.Reason)
-	assert.Equal(t, `bootstrap Job s-bootstrap-1 (attempt 1): its Pod s-bootstrap-1-x cannot start: ImagePullBackOff: Back-off pulling image "seed:1"`, c.Message)
+	want := `bootstrap Job s-bootstrap-1 (attempt 1): its Pod s-bootstrap-1-x cannot start: ImagePullBackOff: Back-off pulling image "seed:1"`
+	assert.Equal(t, want, c.Message)
+	assert.Contains(t, f.events(), "Warning BootstrapRunning "+want)
+
+	// The Job controller decides the deadline ran out (FailureTarget) and
+	// terminates the Pod before it marks the Job Failed: the message stays
+	// (found by review: it flipped back to "runs" for that second).
+	job.Status.Active = 0
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"}}
+	f.cache(job)
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	f.cache(pod)
+	f.cache(f.stored(kvs))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, want, f.bootstrapped(kvs).Message)
+}
+
+// A bootstrap whose Job cannot create its Pod (a ServiceAccount missing, a
+// quota) says so in its condition, as a backup does, with a Warning event
+// (found by review: it read "runs").
+func TestABootstrapSaysWhyItsPodIsRefused(t *testing.T) {
+	f, kvs, job := runningBootstrap(t)
+	f.cache(failedCreate(job, testNow))
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	want := "bootstrap Job s-bootstrap-1 (attempt 1) cannot create its Pod: " + refusal
+	assert.Equal(t, want, f.bootstrapped(kvs).Message)
+	assert.Contains(t, f.events(), "Warning BootstrapRunning "+want)
+}
+
+// A backup keeps saying why its Pod could not start while the Job
+// controller terminates it at the deadline (FailureTarget before Failed).
+func TestABackupKeepsWhyItsPodCannotStartUntilItsAttemptFails(t *testing.T) {
+	f, kvs, job := runningBackup(t)
+	f.activeJob(job)
+	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
+	pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
+	f.addPod(pod)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	want := "attempt 1: Job b-1: its Pod b-1-x cannot start: ImagePullBackOff"
+	require.Equal(t, want, f.backup("b").Status.Message)
+
+	job.Status.Active = 0
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"}}
+	_, err = f.kube.BatchV1().Jobs(job.Namespace).UpdateStatus(context.Background(), job, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, want, f.backup("b").Status.Message)
+}
+
+// runningBootstrap is a store whose data tier is ready and whose first
+// bootstrap Job was created and released, on refreshed caches, its events
+// drained.
+func runningBootstrap(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *batchv1.Job) {
+	t.Helper()
+	kvs := newStore(withBootstrap(""))
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.markReady(kvs)
+	for range 2 { // created held, then released
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	job := f.job("s-bootstrap-1")
+	require.False(t, heldByUs(job), "released")
+	f.events()
+	return f, kvs, job
 }
 
 // A Pod no node takes says what the scheduler said.

@@ -118,7 +118,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	if statusErr == nil {
 		// From what was recorded: a write skipped for a newer generation
 		// recorded nothing to tell.
-		c.recordBootstrapEvent(kvs, bootstrapped, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped))
+		c.recordBootstrapEvent(kvs, bootstrapped, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped), boot.heldUp)
 		c.recordScheduledBackupEvent(kvs, scheduled)
 		// A refusal is told once, when it is first recorded, not per retry.
 		if now := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing); now != nil && !tellsTheSame(progressing, now) &&

@@ -80,8 +80,7 @@ func (c *Controller) statefulSetFailure(kvs *v1alpha1.KeyValueStore, sts *appsv1
 // not finished, is not suspended, and runs no Pod. A Job's template does
 // not change, so a refusal stands until a Pod is created.
 func (c *Controller) jobFailure(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) string {
-	if jobCondition(job, batchv1.JobComplete) || jobCondition(job, batchv1.JobFailed) ||
-		ptr.Deref(job.Spec.Suspend, false) || job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
+	if jobDecided(job) || ptr.Deref(job.Spec.Suspend, false) || job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0 {
 		return ""
 	}
 	return jobRefusal(c.refusal(kvs, job, "Job", component, time.Time{}), job.Name)

@@ -191,6 +191,35 @@ func TestABackupSaysWhyItsPodIsRefused(t *testing.T) {
 	assert.Nil(t, f.replicaFailure(kvs))
 }
 
+// A teardown keeps ReplicaFailure current: the Final backup's Job refused
+// its Pod is told, and no longer once a Pod of it is created (found by
+// review: the condition was neither set nor cleared during a teardown).
+func TestATeardownSaysWhyTheFinalBackupsPodIsRefused(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	f := newFixture(t, kvs)
+	for range 2 { // the Final backup, then its first Job
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	job := f.job(backupJobName(f.backup(finalBackupName(kvs)), 1))
+	f.cache(failedCreate(job, testNow))
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	cond := f.replicaFailure(kvs)
+	require.NotNil(t, cond)
+	assert.Equal(t, "Job "+job.Name+": "+refusal, cond.Message)
+	assert.Equal(t, v1alpha1.PhaseTerminating, f.stored(kvs).Status.Phase)
+
+	f.refreshCache("ns")
+	f.addPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: "ns", Labels: labelsFor(kvs, ComponentBackup),
+		CreationTimestamp: metav1.NewTime(testNow.Add(time.Minute)),
+		OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}}})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Nil(t, f.replicaFailure(kvs), "a Pod created since: the refusal is over")
+}
+
 // A Job's refusals name a new Pod each retry, and the recorder combines
 // them after ten: each would rewrite the backup's status and the store's,
 // with a Warning event, once per retry (found by review).

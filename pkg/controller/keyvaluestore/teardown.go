@@ -144,12 +144,16 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 	}
 	st := t.kvs.Status.Phase
 	before := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
+	// The Final backup's Job, or one still running, may be refused its Pod
+	// meanwhile, or no longer be: ReplicaFailure keeps saying so.
+	failure := t.c.replicaFailure(t.kvs, t.c.ownedStatefulSet(t.kvs), t.c.ownedProxy(t.kvs))
 	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
 		st.NextBackupTime = nil // a store being deleted takes no scheduled backup
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 			Reason: reason, Message: w.message, ObservedGeneration: k.Generation})
+		setReplicaFailure(&st, failure, k.Generation)
 		st.ObservedGeneration = k.Generation
 		return st
 	})
