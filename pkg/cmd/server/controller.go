@@ -159,8 +159,9 @@ const controllerStopTimeout = 10 * time.Second
 
 // controllerRun stops the controller when shutdown begins (SIGTERM), not
 // when the server stops serving (after --shutdown-delay-duration): the
-// Lease is released at once, and another replica leads within a retry
-// period instead of after the delay. Pre-shutdown hooks hold the server's
+// Lease is released at once, and another replica leads at its next
+// attempt (a retry period, jittered: 2-4.4 s by default) instead of after
+// the delay. Pre-shutdown hooks hold the server's
 // stop back until they return, so the release is not cut off by the
 // process exiting.
 type controllerRun struct {

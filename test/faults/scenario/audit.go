@@ -41,11 +41,12 @@ type auditEvent struct {
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
-// workloadResources are the objects the controller manages for a store
-// (and the store itself, in kvstore-apiserver's own audit log).
+// workloadResources are the objects the controller writes for a store:
+// those it manages, the Pods it deletes (a stuck rollout, a teardown), and
+// the store and its backups, in kvstore-apiserver's own audit log.
 var workloadResources = map[string]bool{
 	"statefulsets": true, "deployments": true, "services": true, "poddisruptionbudgets": true,
-	"jobs": true, "persistentvolumeclaims": true, "keyvaluestores": true,
+	"jobs": true, "persistentvolumeclaims": true, "pods": true, "keyvaluestores": true, "keyvaluestorebackups": true,
 }
 
 // AuditWrites reads the completed writes to workload objects in an audit

@@ -186,7 +186,8 @@ func leaderPause(ctx context.Context, e *Env, outDir string) *Report {
 		return &Report{Name: "leader-pause", Error: err.Error()}
 	}
 	// The other replica acquires a Lease it last saw renewed leaseDuration
-	// ago, at its next retry (up to 2.4 s later, jittered): 5 s of margin
+	// ago, at its next retry (2-4.4 s later: a 2 s retry period jittered by
+	// up to 1.2 of it): 5 s of margin
 	// was once not enough on a loaded 2-core machine (no hand-over at all),
 	// 10 s left 4.5 s in CI. A pause with no hand-over fails the scenario.
 	pause := leaseDuration + 15*time.Second
