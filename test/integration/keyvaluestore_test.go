@@ -475,10 +475,10 @@ func TestTableOutput(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	assert.Equal(t, []string{"Name", "Replicas", "Ready", "Phase", "Age", "Image"}, cols)
+	assert.Equal(t, []string{"Name", "Replicas", "Ready", "Phase", "Age", "Image", "Capacity", "Last Backup"}, cols)
 	require.Len(t, table.Rows, 1)
 	assert.Equal(t, []interface{}{"table", float64(3), "0/3", "Pending"}, table.Rows[0].Cells[:4])
-	assert.Equal(t, "redis:7.2", table.Rows[0].Cells[5])
+	assert.Equal(t, []interface{}{"redis:7.2", "1Gi", "<none>"}, table.Rows[0].Cells[5:])
 }
 
 func TestOpenAPIV3HasSchemaWithDescriptions(t *testing.T) {

@@ -144,7 +144,8 @@ func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorLis
 
 // WarningsOnCreate returns advice that does not block the request.
 func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
-	return specWarnings(&obj.(*kvstore.KeyValueStore).Spec)
+	spec := &obj.(*kvstore.KeyValueStore).Spec
+	return append(specWarnings(spec), pullSecretWarnings(spec, nil)...)
 }
 
 // Canonicalize has nothing to normalise: defaulting already ran on decode.
@@ -168,7 +169,19 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 		return nil
 	}
 	warnings := append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	warnings = append(warnings, pullSecretWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	return append(warnings, growthWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+}
+
+// pullSecretWarnings say, when a store's pull secrets are set or changed
+// (old is nil on create), that they replace its Pods' ServiceAccount's:
+// an image only that account's secret could pull would fail.
+func pullSecretWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	if len(spec.ImagePullSecrets) == 0 || old != nil && slices.Equal(spec.ImagePullSecrets, old.ImagePullSecrets) {
+		return nil
+	}
+	return []string{"spec.imagePullSecrets: the store's Pods pull with these Secrets instead of their ServiceAccount's " +
+		"(as any Pod that names its own): list every Secret the store's images need"}
 }
 
 // removalWarnings say what taking a store's Pod security context or its

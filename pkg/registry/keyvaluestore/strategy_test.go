@@ -509,6 +509,28 @@ func TestWarningsOnRemovingWhatANamespaceMayRequire(t *testing.T) {
 	assert.True(t, strings.HasPrefix(warnings[1], "spec.resources: removed;"), warnings[1])
 }
 
+// Pull secrets warn, when set or changed, that they replace the Pods'
+// ServiceAccount's (found by review: the docs said "besides").
+func TestWarningOnPullSecrets(t *testing.T) {
+	s := testStrategy()
+	ctx := context.Background()
+	obj := storedKVS()
+	obj.Spec.ImagePullSecrets = []kvstore.LocalSecretReference{{Name: "registry"}}
+	warnings := s.WarningsOnCreate(ctx, obj)
+	require.Len(t, warnings, 1, "warnings: %q", warnings)
+	assert.True(t, strings.HasPrefix(warnings[0], "spec.imagePullSecrets: "), warnings[0])
+
+	newObj := obj.DeepCopy()
+	newObj.Spec.Replicas = ptr.To[int32](5)
+	s.PrepareForUpdate(ctx, newObj, obj)
+	assert.Empty(t, s.WarningsOnUpdate(ctx, newObj, obj), "unchanged")
+
+	newObj = obj.DeepCopy()
+	newObj.Spec.ImagePullSecrets = append(newObj.Spec.ImagePullSecrets, kvstore.LocalSecretReference{Name: "mirror"})
+	s.PrepareForUpdate(ctx, newObj, obj)
+	assert.Len(t, s.WarningsOnUpdate(ctx, newObj, obj), 1)
+}
+
 // A new storage size warns what it does: growing cannot be undone and needs
 // an expandable StorageClass; lowering shrinks nothing.
 func TestWarningOnGrowingTheStorage(t *testing.T) {

@@ -83,9 +83,11 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// ImagePullSecrets name Secrets of the store's namespace (of type
 	// kubernetes.io/dockerconfigjson) that every Pod of the store pulls its
 	// images with: the data replicas, the proxy, and the backup and
-	// bootstrap Jobs; besides those of the namespace's default
-	// ServiceAccount. At most 16, each a DNS-1123 subdomain. Changing them
-	// rolls the data replicas one Pod at a time, and the proxy.
+	// bootstrap Jobs. As on a Pod, they replace its ServiceAccount's pull
+	// secrets (which kube-apiserver adds only to a Pod that names none):
+	// list every Secret the store's images need. At most 16, each a
+	// DNS-1123 subdomain. Changing them rolls the data replicas one Pod at
+	// a time, and the proxy.
 	ImagePullSecrets []LocalSecretReferenceApplyConfiguration `json:"imagePullSecrets,omitempty"`
 }
 
