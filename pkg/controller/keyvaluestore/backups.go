@@ -314,9 +314,9 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			fmt.Sprintf("attempt %d of %d failed (%s); no attempts left", attempt, backupAttemptLimit, why))
 	}
 	next := failedAt.Add(backupBackoff(attempt))
-	if wait := next.Sub(c.now().Time); wait > 0 {
-		msg := fmt.Sprintf("attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
-		err := c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
+	msg := fmt.Sprintf("attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
+	record := func() error {
+		return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 			st.Message = msg
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: BackupConditionFailed, Status: metav1.ConditionFalse,
 				Reason: ReasonAttemptFailed, Message: msg})
@@ -324,12 +324,29 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			// backoff counts from once its Job is gone (attemptFailedAt).
 			meta.FindStatusCondition(st.Conditions, BackupConditionFailed).LastTransitionTime = metav1.NewTime(failedAt)
 		}, corev1.EventTypeWarning, ReasonAttemptFailed)
-		return result{requeueAfter: wait}, err
+	}
+	if wait := next.Sub(c.now().Time); wait > 0 {
+		return result{requeueAfter: wait}, record()
+	}
+	// Seen only once its backoff had run out (no leader meanwhile): the
+	// failure is still recorded (its event, its count) before the next
+	// attempt starts.
+	if !attemptFailureRecorded(b, failedAt) {
+		if err := record(); err != nil {
+			return result{}, err
+		}
 	}
 	if err := c.pruneFailedJobs(ctx, b); err != nil {
 		return result{}, err
 	}
 	return c.startBackupAttempt(ctx, kvs, b, attempt+1)
+}
+
+// attemptFailureRecorded: b's status records an attempt that failed at
+// failedAt (to the second, as status keeps times).
+func attemptFailureRecorded(b *v1alpha1.KeyValueStoreBackup, failedAt time.Time) bool {
+	f := meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed)
+	return f != nil && f.Reason == ReasonAttemptFailed && f.LastTransitionTime.Unix() == failedAt.Unix()
 }
 
 // attemptFailedAt is when the current attempt was recorded as failed, or

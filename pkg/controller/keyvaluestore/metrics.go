@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 )
 
 var (
@@ -39,6 +41,13 @@ func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, applyTotal, leader, backupAttempts)
 		legacyregistry.CustomMustRegister(newStoreCollector(&leaderStores))
+		// Every series from 0: increase() reads a series first scraped at
+		// 1 as no increase, and would miss the first failure.
+		for _, reason := range []v1alpha1.KeyValueStoreBackupReason{v1alpha1.BackupReasonManual, v1alpha1.BackupReasonScheduled, v1alpha1.BackupReasonFinal} {
+			for _, result := range []string{"succeeded", "failed"} {
+				backupAttempts.WithLabelValues(string(reason), result)
+			}
+		}
 	})
 }
 

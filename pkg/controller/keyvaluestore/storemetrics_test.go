@@ -1,6 +1,7 @@
 package keyvaluestore
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,4 +95,51 @@ func TestBackupAttemptsAreCountedOnce(t *testing.T) {
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, f.backup("b").Status.Phase)
 	assert.Equal(t, failed+1, count("failed"))
 	assert.Equal(t, succeeded+1, count("succeeded"))
+}
+
+// An attempt whose failure is first seen after its backoff ran out (no
+// leader meanwhile) is recorded and counted all the same, before the next
+// attempt starts (found by review: it went uncounted and untold).
+func TestABackupAttemptFailedWhileNoneLedIsCounted(t *testing.T) {
+	registerMetrics()
+	failed := func() float64 {
+		v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), "failed"))
+		require.NoError(t, err)
+		return v
+	}
+	before := failed()
+	kvs := newStore(withBackup)
+	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.finishJob("b-1", batchv1.JobFailed)
+	f.now = f.now.Add(backupBackoff(1) + time.Minute)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	kube, _ := f.writes()
+	assert.Contains(t, kube, "apply jobs b-2", "the next attempt starts at once")
+	assert.Equal(t, before+1, failed())
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning AttemptFailed attempt 1 failed")
+
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, before+1, failed(), "once")
+}
+
+// The stores are reported from a controller's cache while it runs, from
+// when its caches synced, and no longer once it stops (a Lease lost).
+func TestStoresAreReportedWhileTheControllerRuns(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.kubeInf.Start(ctx.Done())
+	f.kvsInf.Start(ctx.Done())
+	done := make(chan error)
+	go func() { done <- f.c.Run(ctx, 0) }()
+	require.Eventually(t, func() bool { return leaderStores.Load() == &f.c.stores }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	assert.Nil(t, leaderStores.Load())
 }
