@@ -243,12 +243,13 @@ func (c *Controller) reportJobRefusal(ctx context.Context, kvs *v1alpha1.KeyValu
 	if jobDecided(job) {
 		return nil // what held its Pod up stays told until the end is recorded
 	}
-	msg, eventType, reason := fmt.Sprintf("attempt %d: Job %s runs", attempt, job.Name), "", ""
+	prefix := attemptPrefix(attempt, job.Name)
+	msg, eventType, reason := prefix+runsSuffix, "", ""
 	if kvs != nil {
 		if why := c.jobFailure(kvs, job, ComponentBackup); why != "" {
-			msg, eventType, reason = fmt.Sprintf("attempt %d: Job %s cannot create its Pod: %s", attempt, job.Name, truncate(why, maxFailureMessage)), corev1.EventTypeWarning, ReasonFailedCreate
+			msg, eventType, reason = prefix+" cannot create its Pod: "+truncate(why, maxFailureMessage), corev1.EventTypeWarning, ReasonFailedCreate
 		} else if why := c.jobPodStuck(kvs, job, ComponentBackup); why != "" {
-			msg, eventType, reason = fmt.Sprintf("attempt %d: Job %s: %s", attempt, job.Name, why), corev1.EventTypeWarning, ReasonPodCannotStart
+			msg, eventType, reason = prefix+": "+why, corev1.EventTypeWarning, ReasonPodCannotStart
 		}
 	}
 	return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) { st.Message = msg }, eventType, reason)
@@ -309,6 +310,13 @@ func (c *Controller) backupJobOf(ctx context.Context, kvs *v1alpha1.KeyValueStor
 }
 
 func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, failedAt time.Time, why string) (result, error) {
+	recorded := attemptFailureRecorded(b, failedAt)
+	if held := heldUp(b.Status.Message, attempt, backupJobName(b, attempt)); held != "" && !recorded {
+		// What held the attempt's Pod up is what a user needs to read
+		// once its deadline failed it: the running message told it, and
+		// the failure's replaces it.
+		why += "; " + held
+	}
 	if !teardownsOwn(kvs, b) && attempt >= backupAttemptLimit {
 		return result{}, c.failBackup(ctx, b, ReasonAttemptsExhausted,
 			fmt.Sprintf("attempt %d of %d failed (%s); no attempts left", attempt, backupAttemptLimit, why))
@@ -326,12 +334,15 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		}, corev1.EventTypeWarning, ReasonAttemptFailed)
 	}
 	if wait := next.Sub(c.now().Time); wait > 0 {
+		if recorded {
+			return result{requeueAfter: wait}, nil // as first recorded
+		}
 		return result{requeueAfter: wait}, record()
 	}
 	// Seen only once its backoff had run out (no leader meanwhile): the
 	// failure is still recorded (its event, its count) before the next
 	// attempt starts.
-	if !attemptFailureRecorded(b, failedAt) {
+	if !recorded {
 		if err := record(); err != nil {
 			return result{}, err
 		}
@@ -341,6 +352,24 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	}
 	return c.startBackupAttempt(ctx, kvs, b, attempt+1)
 }
+
+// heldUp is what the running message of attempt (Job job) told held its
+// Pod up (refused, or created and unable to start), "" if nothing did.
+func heldUp(message string, attempt int, job string) string {
+	rest, ok := strings.CutPrefix(message, attemptPrefix(attempt, job))
+	if !ok || rest == runsSuffix {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
+}
+
+// attemptPrefix starts every running message of attempt, and runsSuffix
+// ends the one of an attempt nothing holds up.
+func attemptPrefix(attempt int, job string) string {
+	return fmt.Sprintf("attempt %d: Job %s", attempt, job)
+}
+
+const runsSuffix = " runs"
 
 // attemptFailureRecorded: b's status records an attempt that failed at
 // failedAt (to the second, as status keeps times).

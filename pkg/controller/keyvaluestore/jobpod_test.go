@@ -2,6 +2,7 @@ package keyvaluestore
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,6 +119,53 @@ func TestABackupKeepsWhyItsPodCannotStartUntilItsAttemptFails(t *testing.T) {
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Equal(t, want, f.backup("b").Status.Message)
+}
+
+// Once the deadline fails an attempt whose Pod never started, the
+// backup's message keeps why (found by review: only "DeadlineExceeded" was
+// left, and the reason lived on in events for an hour), also after the
+// last attempt.
+func TestAFailedAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
+	f, kvs, job := runningBackup(t)
+	var pod *corev1.Pod
+	stuck := func(job *batchv1.Job) {
+		if pod != nil { // the deadline's Pod is gone
+			require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(pod))
+		}
+		f.activeJob(job)
+		pod = jobPod(kvs, job, ComponentBackup, job.Name+"-x")
+		pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
+		f.addPod(pod)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+	}
+	stuck(job)
+	f.finishJob("b-1", batchv1.JobFailed)
+	for range 2 {
+		f.refreshCache("ns")
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	msg := f.backup("b").Status.Message
+	assert.True(t, strings.HasPrefix(msg, "attempt 1 failed (BackoffLimitExceeded, Job b-1; its Pod b-1-x cannot start: ImagePullBackOff); attempt 2 starts at "), msg)
+
+	for attempt := 2; attempt <= backupAttemptLimit; attempt++ {
+		f.now = f.now.Add(backupBackoff(attempt - 1))
+		f.refreshCache("ns")
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.refreshCache("ns")
+		name := backupJobName(f.backup("b"), attempt)
+		stuck(f.job(name))
+		f.finishJob(name, batchv1.JobFailed)
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, "attempt 3 of 3 failed (BackoffLimitExceeded, Job b-3; its Pod b-3-x cannot start: ImagePullBackOff); no attempts left", b.Status.Message)
 }
 
 // runningBootstrap is a store whose data tier is ready and whose first
