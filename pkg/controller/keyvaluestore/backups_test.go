@@ -358,11 +358,7 @@ func TestBackupRecordedAfterItsJobFinishedCompletes(t *testing.T) {
 
 	f.finishJob("b-1", batchv1.JobComplete)
 	f.now = f.now.Add(time.Minute)
-	for range 2 { // record the attempt, then its outcome
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-	}
+	f.passes(kvs, 2) // record the attempt, then its outcome
 	b := f.backup("b")
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, b.Status.Phase)
 	assert.False(t, b.Status.CompletionTime.Before(b.Status.StartTime))
@@ -505,11 +501,7 @@ func TestTeardownWaitingForAnotherBackupSaysWhatHoldsItUp(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
-	for range 3 { // the Final backup, its wait, the store told
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-	}
+	f.passes(kvs, 3) // the Final backup, its wait, the store told
 	want := "waiting for backup b of the same store: one backup Job runs at a time (b: attempt 1: Job b-1 cannot create its Pod: " + refusal + ")"
 	assert.Equal(t, want, f.backup(finalBackupName(kvs)).Status.Message)
 	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)

@@ -142,11 +142,7 @@ func TestAFailedAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
 	}
 	stuck(job)
 	f.finishJob("b-1", batchv1.JobFailed)
-	for range 2 {
-		f.refreshCache("ns")
-		_, err := f.sync(f.stored(kvs))
-		require.NoError(t, err)
-	}
+	f.passes(kvs, 2)
 	msg := f.backup("b").Status.Message
 	assert.True(t, strings.HasPrefix(msg, "attempt 1 failed (BackoffLimitExceeded, Job b-1; its Pod b-1-x cannot start: ImagePullBackOff); attempt 2 starts at "), msg)
 

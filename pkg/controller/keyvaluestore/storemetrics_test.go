@@ -76,22 +76,14 @@ func TestBackupAttemptsAreCountedOnce(t *testing.T) {
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	f.finishJob("b-1", batchv1.JobFailed)
-	for range 2 {
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-	}
+	f.passes(kvs, 2)
 	assert.Equal(t, failed+1, count("failed"))
 	f.now = f.now.Add(backupBackoff(1))
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	f.finishJob("b-2", batchv1.JobComplete)
-	for range 2 {
-		f.refreshCache("ns")
-		_, err = f.sync(f.stored(kvs))
-		require.NoError(t, err)
-	}
+	f.passes(kvs, 2)
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, f.backup("b").Status.Phase)
 	assert.Equal(t, failed+1, count("failed"))
 	assert.Equal(t, succeeded+1, count("succeeded"))
