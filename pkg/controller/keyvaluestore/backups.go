@@ -220,11 +220,15 @@ func (c *Controller) runBackup(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	case job == nil:
 		// Deleted by someone (while it ran, or after it failed): that
 		// attempt failed, at the time recorded when that was first seen.
-		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.attemptFailedAt(b), gone)
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, c.attemptFailedAt(b), withHeldUp(gone, b, attempt))
 	case jobCondition(job, batchv1.JobComplete):
 		return result{}, c.completeBackup(ctx, b, job)
 	case jobCondition(job, batchv1.JobFailed):
-		return c.afterFailedAttempt(ctx, kvs, b, attempt, jobFailedAt(job), jobFailureReason(job)+", Job "+job.Name)
+		why := jobFailureReason(job) + ", Job " + job.Name
+		if kvs == nil || !c.jobPodRan(kvs, job, ComponentBackup) {
+			why = withHeldUp(why, b, attempt)
+		}
+		return c.afterFailedAttempt(ctx, kvs, b, attempt, jobFailedAt(job), why)
 	}
 	// Running, or refused its Pod: the Job's events (and its FailedCreate
 	// events) bring us back.
@@ -311,12 +315,6 @@ func (c *Controller) backupJobOf(ctx context.Context, kvs *v1alpha1.KeyValueStor
 
 func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup, attempt int, failedAt time.Time, why string) (result, error) {
 	recorded := attemptFailureRecorded(b, failedAt)
-	if held := heldUp(b.Status.Message, attempt, backupJobName(b, attempt)); held != "" && !recorded {
-		// What held the attempt's Pod up is what a user needs to read
-		// once its deadline failed it: the running message told it, and
-		// the failure's replaces it.
-		why += "; " + held
-	}
 	if !teardownsOwn(kvs, b) && attempt >= backupAttemptLimit {
 		return result{}, c.failBackup(ctx, b, ReasonAttemptsExhausted,
 			fmt.Sprintf("attempt %d of %d failed (%s); no attempts left", attempt, backupAttemptLimit, why))
@@ -351,6 +349,17 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		return result{}, err
 	}
 	return c.startBackupAttempt(ctx, kvs, b, attempt+1)
+}
+
+// withHeldUp adds to why, the failure of b's attempt, what its running
+// message told held the attempt's Pod up, if anything did: what a user
+// needs to read once the deadline failed it, and the failure's message
+// replaces the running one.
+func withHeldUp(why string, b *v1alpha1.KeyValueStoreBackup, attempt int) string {
+	if held := heldUp(b.Status.Message, attempt, backupJobName(b, attempt)); held != "" {
+		return why + "; " + held
+	}
+	return why
 }
 
 // heldUp is what the running message of attempt (Job job) told held its

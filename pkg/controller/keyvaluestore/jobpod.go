@@ -40,6 +40,21 @@ func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, 
 	return truncate(fmt.Sprintf("its Pod %s cannot start: %s", p.Name, whyCannotStart(p)), maxFailureMessage)
 }
 
+// jobPodRan says a Pod of job ran a container (one terminated): what
+// held it up before, if anything, did not fail it.
+func (c *Controller) jobPodRan(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) bool {
+	pods, err := c.componentPods(kvs, component)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
+		return metav1.IsControlledBy(p, job) && slices.ContainsFunc(slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses),
+			func(cs corev1.ContainerStatus) bool {
+				return cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil
+			})
+	})
+}
+
 // jobDecided: the Job has ended, or the Job controller has decided how
 // (FailureTarget, SuccessCriteriaMet: it then terminates its Pods, and
 // Complete or Failed follows). What held its Pod up is no longer news.

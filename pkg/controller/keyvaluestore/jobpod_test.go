@@ -164,6 +164,29 @@ func TestAFailedAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
 	assert.Equal(t, "attempt 3 of 3 failed (BackoffLimitExceeded, Job b-3; its Pod b-3-x cannot start: ImagePullBackOff); no attempts left", b.Status.Message)
 }
 
+// An attempt whose Pod was held up, then ran and failed on its own exit
+// code, is not blamed on what held it up (found by review: the stale
+// "cannot start" reason was recorded as the failure's).
+func TestAFailedAttemptWhosePodRanIsNotBlamedOnWhatHeldItUp(t *testing.T) {
+	f, kvs, job := runningBackup(t)
+	f.activeJob(job)
+	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: `secret "s3" not found`}}}}
+	f.addPod(pod)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Contains(t, f.backup("b").Status.Message, "cannot start")
+
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	f.cache(pod)
+	f.finishJob("b-1", batchv1.JobFailed)
+	f.passes(kvs, 2)
+	msg := f.backup("b").Status.Message
+	assert.True(t, strings.HasPrefix(msg, "attempt 1 failed (BackoffLimitExceeded, Job b-1); attempt 2 starts at "), msg)
+}
+
 // runningBootstrap is a store whose data tier is ready and whose first
 // bootstrap Job was created and released, on refreshed caches, its events
 // drained.
