@@ -289,7 +289,7 @@ func newController(kube kubernetes.Interface, kvs versioned.Interface, kubeInfor
 	}{
 		{kubeInformers.Core().V1().Pods().Informer(), c.enqueueOwnerOfPod, podChanged},
 	} {
-		if err := c.watchOwned(w.inf, w.enqueue, withUpdateFilter(w.changed)); err != nil {
+		if err := c.watchOwned(w.inf, w.enqueue, withUpdateHandler(c.podUpdated), withUpdateFilter(w.changed)); err != nil {
 			return nil, err
 		}
 	}
@@ -349,6 +349,12 @@ func (c *Controller) claimGrowing(obj any) bool {
 type watchOption func(*cache.ResourceEventHandlerFuncs)
 
 // withUpdateFilter drops update events for which changed returns false.
+// withUpdateHandler handles updates with update instead of the enqueue
+// function given to watchOwned.
+func withUpdateHandler(update func(old, new any)) watchOption {
+	return func(h *cache.ResourceEventHandlerFuncs) { h.UpdateFunc = update }
+}
+
 func withUpdateFilter(changed func(old, new interface{}) bool) watchOption {
 	return func(h *cache.ResourceEventHandlerFuncs) {
 		next := h.UpdateFunc
@@ -473,6 +479,19 @@ func (c *Controller) enqueueOwnerOfPod(obj any) {
 		return
 	}
 	c.enqueueOwnerIfTearingDown(obj)
+}
+
+// podUpdated wakes a Pod's store as enqueueOwnerOfPod does, and also when
+// the Pod could not start and now can: a backup's or bootstrap's message
+// that told why is then corrected at once.
+func (c *Controller) podUpdated(old, new any) {
+	if o, ok := old.(*corev1.Pod); ok && podCannotStart(o) {
+		if n, ok := new.(*corev1.Pod); ok && !podCannotStart(n) {
+			c.enqueueOwner(new)
+			return
+		}
+	}
+	c.enqueueOwnerOfPod(new)
 }
 
 // enqueueOwnerIfTearingDown enqueues the owning store only while it is

@@ -354,6 +354,21 @@ func TestAPodThatCannotStartWakesItsStore(t *testing.T) {
 	assert.Equal(t, 1, f.c.queue.Len())
 }
 
+// A Pod that could not start and now can wakes its store too: a backup's
+// message that told why would otherwise stay until something else woke it
+// (found by review).
+func TestAPodThatCanStartAgainWakesItsStore(t *testing.T) {
+	kvs := newStore()
+	f := newFixture(t, kvs)
+	stuck := newDataPod(kvs, 0)
+	stuck.Status.ContainerStatuses = waiting("CreateContainerConfigError")
+	started := newDataPod(kvs, 0)
+	f.c.podUpdated(started, started.DeepCopy())
+	assert.Zero(t, f.c.queue.Len(), "a Pod running all along")
+	f.c.podUpdated(stuck, started)
+	assert.Equal(t, 1, f.c.queue.Len())
+}
+
 // A deletion refused because the Pod changed since it was read is tried
 // again: the change that made it fail (the kubelet turning ErrImagePull
 // into ImagePullBackOff) wakes nobody, and the rollout would stay stuck
