@@ -53,9 +53,9 @@ var (
 // spec.podMetadata.annotations, and why.
 func refusedPodAnnotation(key string) string {
 	switch {
-	case reservedPrefix(key):
+	case hasAnyPrefix(key, reservedPrefixes):
 		return "is set by the controller or by Kubernetes on the store's Pods"
-	case refusedPodAnnotations.Has(key) || slices.ContainsFunc(refusedPodAnnotationPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }):
+	case refusedPodAnnotations.Has(key) || hasAnyPrefix(key, refusedPodAnnotationPrefixes):
 		return "is checked by kube-apiserver against the Pod's spec, which the controller sets: use spec.securityContext and spec.scheduling"
 	}
 	return ""
@@ -63,16 +63,11 @@ func refusedPodAnnotation(key string) string {
 
 // ReservedPodLabel says a store may not set key in spec.podMetadata.labels.
 func ReservedPodLabel(key string) bool {
-	return reservedPodLabels.Has(key) || reservedPrefix(key)
+	return reservedPodLabels.Has(key) || hasAnyPrefix(key, reservedPrefixes)
 }
 
-func reservedPrefix(key string) bool {
-	for _, p := range reservedPrefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
+func hasAnyPrefix(key string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
 }
 
 // validatePodMetadata checks spec.podMetadata as kube-apiserver checks a
