@@ -151,16 +151,25 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 		return bootstrapState{condition: running, heldUp: heldUp}, nil
 	}
 	attempt := attemptOf(latest)
+	why := jobFailureReason(latest) + ", Job " + latest.Name
+	if held := bootstrapHeldUp(kvs, latest.Name, attempt); held != "" && !c.jobPodRan(kvs, latest, ComponentBootstrap) {
+		why += "; " + held
+	}
 	if attempt >= bootstrapAttemptLimit {
 		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed,
-			fmt.Sprintf("bootstrap attempt %d of %d failed (%s, Job %s); no attempts left: delete and recreate the store to try again",
-				attempt, bootstrapAttemptLimit, jobFailureReason(latest), latest.Name))}, nil
+			fmt.Sprintf("bootstrap attempt %d of %d failed (%s); no attempts left: delete and recreate the store to try again",
+				attempt, bootstrapAttemptLimit, why))}, nil
 	}
 	next := jobFailedAt(latest).Add(backupBackoff(attempt))
 	if wait := next.Sub(c.now().Time); wait > 0 {
-		return bootstrapState{requeueAfter: wait, condition: cond(metav1.ConditionFalse, ReasonBootstrapRetrying,
-			fmt.Sprintf("bootstrap attempt %d failed (%s, Job %s); attempt %d starts at %s",
-				attempt, jobFailureReason(latest), latest.Name, attempt+1, next.UTC().Format(time.RFC3339)))}, nil
+		msg := fmt.Sprintf("bootstrap attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
+		// As first recorded: the running message it read what held the
+		// Pod up from is gone once the failure is recorded.
+		if recorded := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); recorded != nil &&
+			recorded.Reason == ReasonBootstrapRetrying && strings.HasPrefix(recorded.Message, fmt.Sprintf("bootstrap attempt %d failed (", attempt)) {
+			msg = recorded.Message
+		}
+		return bootstrapState{requeueAfter: wait, condition: cond(metav1.ConditionFalse, ReasonBootstrapRetrying, msg)}, nil
 	}
 	return c.startBootstrap(ctx, kvs, latest, attempt+1, cond)
 }
@@ -172,17 +181,38 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 // longer says what held it up.
 func (c *Controller) bootstrapRunning(kvs *v1alpha1.KeyValueStore, job *batchv1.Job) (msg string, heldUp bool) {
 	attempt := attemptOf(job)
+	prefix := bootstrapAttemptPrefix(job.Name, attempt)
 	if why := c.jobFailure(kvs, job, ComponentBootstrap); why != "" {
-		return fmt.Sprintf("bootstrap Job %s (attempt %d) cannot create its Pod: %s", job.Name, attempt, truncate(why, maxFailureMessage)), true
+		return prefix + " cannot create its Pod: " + truncate(why, maxFailureMessage), true
 	}
 	if why := c.jobPodStuck(kvs, job, ComponentBootstrap); why != "" {
-		return fmt.Sprintf("bootstrap Job %s (attempt %d): %s", job.Name, attempt, why), true
+		return prefix + ": " + why, true
 	}
 	if recorded := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped); jobDecided(job) &&
 		recorded != nil && recorded.Reason == ReasonBootstrapRunning {
 		return recorded.Message, false
 	}
 	return fmt.Sprintf("bootstrap Job %s runs (attempt %d)", job.Name, attempt), false
+}
+
+// bootstrapAttemptPrefix starts the running message of attempt (Job job)
+// whose Pod is held up.
+func bootstrapAttemptPrefix(job string, attempt int) string {
+	return fmt.Sprintf("bootstrap Job %s (attempt %d)", job, attempt)
+}
+
+// bootstrapHeldUp is what the store's recorded running message of attempt
+// (Job job) told held its Pod up, "" if nothing did.
+func bootstrapHeldUp(kvs *v1alpha1.KeyValueStore, job string, attempt int) string {
+	recorded := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
+	if recorded == nil || recorded.Reason != ReasonBootstrapRunning {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(recorded.Message, bootstrapAttemptPrefix(job, attempt))
+	if !ok {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
 }
 
 // bootstrapUndecided: the store has a bootstrap that has neither succeeded

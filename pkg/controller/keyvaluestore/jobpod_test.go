@@ -187,6 +187,25 @@ func TestAFailedAttemptWhosePodRanIsNotBlamedOnWhatHeldItUp(t *testing.T) {
 	assert.True(t, strings.HasPrefix(msg, "attempt 1 failed (BackoffLimitExceeded, Job b-1); attempt 2 starts at "), msg)
 }
 
+// A bootstrap attempt failed while its Pod could not start keeps why in
+// its failure message, as a backup does, through its backoff.
+func TestAFailedBootstrapAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
+	f, kvs, job := runningBootstrap(t)
+	f.activeJob(job)
+	pod := jobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x")
+	pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
+	f.addPod(pod)
+	f.passes(kvs, 1)
+	require.Equal(t, "bootstrap Job s-bootstrap-1 (attempt 1): its Pod s-bootstrap-1-x cannot start: ImagePullBackOff", f.bootstrapped(kvs).Message)
+
+	f.finishJob("s-bootstrap-1", batchv1.JobFailed)
+	f.passes(kvs, 3)
+	c := f.bootstrapped(kvs)
+	assert.Equal(t, ReasonBootstrapRetrying, c.Reason)
+	assert.True(t, strings.HasPrefix(c.Message,
+		"bootstrap attempt 1 failed (BackoffLimitExceeded, Job s-bootstrap-1; its Pod s-bootstrap-1-x cannot start: ImagePullBackOff); attempt 2 starts at "), c.Message)
+}
+
 // runningBootstrap is a store whose data tier is ready and whose first
 // bootstrap Job was created and released, on refreshed caches, its events
 // drained.
