@@ -365,8 +365,18 @@ func withHeldUp(why string, b *v1alpha1.KeyValueStoreBackup, attempt int) string
 // heldUp is what the running message of attempt (Job job) told held its
 // Pod up (refused, or created and unable to start), "" if nothing did.
 func heldUp(message string, attempt int, job string) string {
-	rest, ok := strings.CutPrefix(message, attemptPrefix(attempt, job))
-	if !ok || rest == runsSuffix {
+	if message == attemptPrefix(attempt, job)+runsSuffix {
+		return ""
+	}
+	return heldUpAfter(message, attemptPrefix(attempt, job))
+}
+
+// heldUpAfter is what a running message that starts with prefix (a Job's
+// attempt) says held its Pod up: " cannot create its Pod: …" or
+// ": its Pod … cannot start: …" after the prefix; "" for another message.
+func heldUpAfter(message, prefix string) string {
+	rest, ok := strings.CutPrefix(message, prefix)
+	if !ok {
 		return ""
 	}
 	return strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")

@@ -208,11 +208,7 @@ func bootstrapHeldUp(kvs *v1alpha1.KeyValueStore, job string, attempt int) strin
 	if recorded == nil || recorded.Reason != ReasonBootstrapRunning {
 		return ""
 	}
-	rest, ok := strings.CutPrefix(recorded.Message, bootstrapAttemptPrefix(job, attempt))
-	if !ok {
-		return ""
-	}
-	return strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
+	return heldUpAfter(recorded.Message, bootstrapAttemptPrefix(job, attempt))
 }
 
 // bootstrapUndecided: the store has a bootstrap that has neither succeeded

@@ -26,12 +26,8 @@ func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, 
 	if jobDecided(job) || job.Status.Active == 0 {
 		return ""
 	}
-	pods, err := c.componentPods(kvs, component)
-	if err != nil {
-		return ""
-	}
-	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
-		return !metav1.IsControlledBy(p, job) || p.DeletionTimestamp != nil || !podCannotStart(p)
+	pods := slices.DeleteFunc(c.jobPods(kvs, job, component), func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp != nil || !podCannotStart(p)
 	})
 	if len(pods) == 0 {
 		return ""
@@ -43,16 +39,22 @@ func (c *Controller) jobPodStuck(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, 
 // jobPodRan says a Pod of job ran a container (one terminated): what
 // held it up before, if anything, did not fail it.
 func (c *Controller) jobPodRan(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) bool {
-	pods, err := c.componentPods(kvs, component)
-	if err != nil {
-		return false
-	}
-	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
-		return metav1.IsControlledBy(p, job) && slices.ContainsFunc(slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses),
+	return slices.ContainsFunc(c.jobPods(kvs, job, component), func(p *corev1.Pod) bool {
+		return slices.ContainsFunc(slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses),
 			func(cs corev1.ContainerStatus) bool {
 				return cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil
 			})
 	})
+}
+
+// jobPods are the cached Pods of job, a Job of the store's component
+// (none if the cache cannot be read).
+func (c *Controller) jobPods(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component string) []*corev1.Pod {
+	pods, err := c.componentPods(kvs, component)
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !metav1.IsControlledBy(p, job) })
 }
 
 // jobDecided: the Job has ended, or the Job controller has decided how

@@ -22,11 +22,7 @@ import (
 // deadline failed it.
 func TestABackupSaysWhyItsPodCannotStart(t *testing.T) {
 	f, kvs, job := runningBackup(t)
-	f.activeJob(job)
-	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-		Reason: "CreateContainerConfigError", Message: `secret "s3" not found`}}}}
-	f.addPod(pod)
+	pod := f.runJobPod(kvs, job, ComponentBackup, "b-1-x", secretMissing())
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	want := `attempt 1: Job b-1: its Pod b-1-x cannot start: CreateContainerConfigError: secret "s3" not found`
@@ -53,10 +49,7 @@ func TestABackupSaysWhyItsPodCannotStart(t *testing.T) {
 // a Warning event; one that is still scheduled or pulled does not.
 func TestABootstrapSaysWhyItsPodCannotStart(t *testing.T) {
 	f, kvs, job := runningBootstrap(t)
-	f.activeJob(job)
-	pod := jobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x")
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
-	f.addPod(pod)
+	pod := f.runJobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x", []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}})
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	assert.Equal(t, "bootstrap Job s-bootstrap-1 runs (attempt 1)", f.bootstrapped(kvs).Message, "a Pod still starting")
@@ -102,10 +95,7 @@ func TestABootstrapSaysWhyItsPodIsRefused(t *testing.T) {
 // controller terminates it at the deadline (FailureTarget before Failed).
 func TestABackupKeepsWhyItsPodCannotStartUntilItsAttemptFails(t *testing.T) {
 	f, kvs, job := runningBackup(t)
-	f.activeJob(job)
-	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
-	pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
-	f.addPod(pod)
+	f.runJobPod(kvs, job, ComponentBackup, "b-1-x", waiting("ImagePullBackOff"))
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	want := "attempt 1: Job b-1: its Pod b-1-x cannot start: ImagePullBackOff"
@@ -132,10 +122,7 @@ func TestAFailedAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
 		if pod != nil { // the deadline's Pod is gone
 			require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(pod))
 		}
-		f.activeJob(job)
-		pod = jobPod(kvs, job, ComponentBackup, job.Name+"-x")
-		pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
-		f.addPod(pod)
+		pod = f.runJobPod(kvs, job, ComponentBackup, job.Name+"-x", waiting("ImagePullBackOff"))
 		_, err := f.sync(f.stored(kvs))
 		require.NoError(t, err)
 		f.refreshCache("ns")
@@ -169,11 +156,7 @@ func TestAFailedAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
 // "cannot start" reason was recorded as the failure's).
 func TestAFailedAttemptWhosePodRanIsNotBlamedOnWhatHeldItUp(t *testing.T) {
 	f, kvs, job := runningBackup(t)
-	f.activeJob(job)
-	pod := jobPod(kvs, job, ComponentBackup, "b-1-x")
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-		Reason: "CreateContainerConfigError", Message: `secret "s3" not found`}}}}
-	f.addPod(pod)
+	pod := f.runJobPod(kvs, job, ComponentBackup, "b-1-x", secretMissing())
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	require.Contains(t, f.backup("b").Status.Message, "cannot start")
@@ -191,10 +174,7 @@ func TestAFailedAttemptWhosePodRanIsNotBlamedOnWhatHeldItUp(t *testing.T) {
 // its failure message, as a backup does, through its backoff.
 func TestAFailedBootstrapAttemptKeepsWhyItsPodNeverStarted(t *testing.T) {
 	f, kvs, job := runningBootstrap(t)
-	f.activeJob(job)
-	pod := jobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x")
-	pod.Status.ContainerStatuses = waiting("ImagePullBackOff")
-	f.addPod(pod)
+	f.runJobPod(kvs, job, ComponentBootstrap, "s-bootstrap-1-x", waiting("ImagePullBackOff"))
 	f.passes(kvs, 1)
 	require.Equal(t, "bootstrap Job s-bootstrap-1 (attempt 1): its Pod s-bootstrap-1-x cannot start: ImagePullBackOff", f.bootstrapped(kvs).Message)
 
@@ -257,4 +237,22 @@ func (f *fixture) bootstrapped(kvs *v1alpha1.KeyValueStore) *metav1.Condition {
 	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped)
 	require.NotNil(f.t, c)
 	return c
+}
+
+// runJobPod marks job, of the store's component, as running one Pod named
+// name with statuses, on the fake server and in the cache, and returns the
+// Pod.
+func (f *fixture) runJobPod(kvs *v1alpha1.KeyValueStore, job *batchv1.Job, component, name string, statuses []corev1.ContainerStatus) *corev1.Pod {
+	f.t.Helper()
+	f.activeJob(job)
+	pod := jobPod(kvs, job, component, name)
+	pod.Status.ContainerStatuses = statuses
+	f.addPod(pod)
+	return pod
+}
+
+// secretMissing is a Job container waiting for the Secret of its envFrom.
+func secretMissing() []corev1.ContainerStatus {
+	return []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: `secret "s3" not found`}}}}
 }
