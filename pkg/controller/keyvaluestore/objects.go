@@ -201,6 +201,7 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 			WithTemplate(podTemplate(kvs, labels).
 				WithSpec(storePodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentData)).
+					WithTopologySpreadConstraints(spreadConstraints(kvs, ComponentData)...).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
 						WithName(dataContainerName).
@@ -240,6 +241,7 @@ func proxyDeployment(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Depl
 			WithTemplate(podTemplate(kvs, labels).
 				WithSpec(storePodSpec(kvs).
 					WithAffinity(antiAffinity(kvs, ComponentProxy)).
+					WithTopologySpreadConstraints(spreadConstraints(kvs, ComponentProxy)...).
 					WithSecurityContext(podSecurityContext(kvs)).
 					WithContainers(corev1ac.Container().
 						WithName(proxyContainerName).
@@ -514,6 +516,36 @@ func antiAffinity(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Affin
 			WithPodAffinityTerm(corev1ac.PodAffinityTerm().
 				WithTopologyKey(corev1.LabelHostname).
 				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(kvs, component))))))
+}
+
+// spreadConstraints are spec.scheduling's topology spread constraints for a
+// component's Pods, each counting the component's Pods of this store (by
+// podSelector: not another application's of the same instance name). The
+// proxy's count only those of its Deployment's newest template (as
+// Kubernetes advises for a Deployment), so a rolling update spreads the new
+// Pods among themselves; a data replica counts every replica, whatever its
+// revision, as a StatefulSet replaces them one at a time.
+func spreadConstraints(kvs *v1alpha1.KeyValueStore, component string) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
+	s := kvs.Spec.Scheduling
+	if s == nil {
+		return nil
+	}
+	out := make([]*corev1ac.TopologySpreadConstraintApplyConfiguration, 0, len(s.TopologySpreadConstraints))
+	for _, c := range s.TopologySpreadConstraints {
+		tsc := corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(c.MaxSkew).
+			WithTopologyKey(c.TopologyKey).
+			WithWhenUnsatisfiable(corev1.UnsatisfiableConstraintAction(c.WhenUnsatisfiable)).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(podSelector(kvs, component)))
+		if c.MinDomains != nil {
+			tsc.WithMinDomains(*c.MinDomains)
+		}
+		if component == ComponentProxy {
+			tsc.WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey)
+		}
+		out = append(out, tsc)
+	}
+	return out
 }
 
 func proxyReplicas(kvs *v1alpha1.KeyValueStore) int32 {

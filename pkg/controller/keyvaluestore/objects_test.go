@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	core "k8s.io/client-go/testing"
@@ -313,6 +314,37 @@ func TestPodsAreScheduledAsTheStoreSays(t *testing.T) {
 		}, pod.Tolerations, name)
 		assert.Equal(t, "stores", *pod.PriorityClassName, name)
 	}
+}
+
+// The data replicas and the proxy's Pods spread as spec.scheduling's
+// topology spread constraints say, each counting its own component of this
+// store; the proxy's only its newest template's Pods. Jobs do not spread.
+// A store without constraints keeps Pods without, as before the field
+// existed.
+func TestPodsSpreadAsTheStoreSays(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.TopologySpreadConstraints, name)
+	}
+	kvs.Spec.Scheduling = &v1alpha1.Scheduling{TopologySpreadConstraints: []v1alpha1.TopologySpreadConstraint{
+		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: v1alpha1.DoNotSchedule, MinDomains: ptr.To[int32](3)},
+		{MaxSkew: 2, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: v1alpha1.ScheduleAnyway},
+	}}
+	spread := func(component string, matchLabelKeys ...string) []corev1ac.TopologySpreadConstraintApplyConfiguration {
+		selector := metav1ac.LabelSelector().WithMatchLabels(map[string]string{
+			LabelName: appName, LabelInstance: kvs.Name, LabelComponent: component})
+		return []corev1ac.TopologySpreadConstraintApplyConfiguration{
+			{MaxSkew: ptr.To[int32](1), TopologyKey: ptr.To(corev1.LabelTopologyZone), WhenUnsatisfiable: ptr.To(corev1.DoNotSchedule),
+				MinDomains: ptr.To[int32](3), LabelSelector: selector, MatchLabelKeys: matchLabelKeys},
+			{MaxSkew: ptr.To[int32](2), TopologyKey: ptr.To(corev1.LabelHostname), WhenUnsatisfiable: ptr.To(corev1.ScheduleAnyway),
+				LabelSelector: selector, MatchLabelKeys: matchLabelKeys},
+		}
+	}
+	pods := templates(kvs)
+	assert.Equal(t, spread(ComponentData), pods["data"].TopologySpreadConstraints)
+	assert.Equal(t, spread(ComponentProxy, appsv1.DefaultDeploymentUniqueLabelKey), pods["proxy"].TopologySpreadConstraints)
+	assert.Nil(t, pods["backup"].TopologySpreadConstraints)
+	assert.Nil(t, pods["bootstrap"].TopologySpreadConstraints)
 }
 
 // Each container gets the resources its part of the spec gives, and a

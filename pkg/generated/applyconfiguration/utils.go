@@ -72,6 +72,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.StorageSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Toleration"):
 		return &kvstorev1alpha1.TolerationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TopologySpreadConstraint"):
+		return &kvstorev1alpha1.TopologySpreadConstraintApplyConfiguration{}
 
 		// Group=kvstore.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("BackupSpec"):
@@ -112,6 +114,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.StorageSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Toleration"):
 		return &kvstorev1beta1.TolerationApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TopologySpreadConstraint"):
+		return &kvstorev1beta1.TopologySpreadConstraintApplyConfiguration{}
 
 	}
 	return nil

@@ -56,6 +56,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SecurityContext{}.OpenAPIModelName():                      schema_pkg_apis_kvstore_v1alpha1_SecurityContext(ref),
 		v1alpha1.StorageSpec{}.OpenAPIModelName():                          schema_pkg_apis_kvstore_v1alpha1_StorageSpec(ref),
 		v1alpha1.Toleration{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_Toleration(ref),
+		v1alpha1.TopologySpreadConstraint{}.OpenAPIModelName():             schema_pkg_apis_kvstore_v1alpha1_TopologySpreadConstraint(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
 		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
 		v1beta1.EnvFromSource{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref),
@@ -77,6 +78,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.SecurityContext{}.OpenAPIModelName():                       schema_pkg_apis_kvstore_v1beta1_SecurityContext(ref),
 		v1beta1.StorageSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1beta1_StorageSpec(ref),
 		v1beta1.Toleration{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_Toleration(ref),
+		v1beta1.TopologySpreadConstraint{}.OpenAPIModelName():              schema_pkg_apis_kvstore_v1beta1_TopologySpreadConstraint(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		v1.CrossVersionObjectReference{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -1170,11 +1172,29 @@ func schema_pkg_apis_kvstore_v1alpha1_Scheduling(ref common.ReferenceCallback) c
 							Format:      "",
 						},
 					},
+					"topologySpreadConstraints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologySpreadConstraints spread the data replicas over the domains of a node label (zones, say), as a Pod's topologySpreadConstraints do; the proxy's Pods spread among themselves the same way. The controller fills in which Pods count: the same component of the same store. At most 8; no two with the same topologyKey and whenUnsatisfiable. Set, they replace the scheduler's cluster-wide default spreading for these Pods. Unset: the replicas prefer one per node, and nothing keeps them apart across zones.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TopologySpreadConstraint{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.Toleration{}.OpenAPIModelName()},
+			v1alpha1.Toleration{}.OpenAPIModelName(), v1alpha1.TopologySpreadConstraint{}.OpenAPIModelName()},
 	}
 }
 
@@ -1285,6 +1305,51 @@ func schema_pkg_apis_kvstore_v1alpha1_Toleration(ref common.ReferenceCallback) c
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_TopologySpreadConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TopologySpreadConstraint spreads a component's Pods over the domains of a node label, as a Pod's topology spread constraint does.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxSkew": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSkew is how many more of the component's Pods one domain may run than the domain with the fewest, at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"topologyKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologyKey is the node label whose values are the domains (topology.kubernetes.io/zone, kubernetes.io/hostname), a qualified name. With DoNotSchedule, nodes without the label run none of the Pods.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"whenUnsatisfiable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenUnsatisfiable is DoNotSchedule (a Pod stays Pending rather than break maxSkew) or ScheduleAnyway (the scheduler only prefers the domains that reduce the skew).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"minDomains": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinDomains, with DoNotSchedule only, is how many domains the Pods must spread over: while fewer domains have eligible nodes, the missing ones count as running none of the Pods, so a Pod stays Pending rather than double up (until, say, a cluster autoscaler adds a node in another domain). At least 1. Unset: the domains there are.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"maxSkew", "topologyKey", "whenUnsatisfiable"},
 			},
 		},
 	}
@@ -2297,11 +2362,29 @@ func schema_pkg_apis_kvstore_v1beta1_Scheduling(ref common.ReferenceCallback) co
 							Format:      "",
 						},
 					},
+					"topologySpreadConstraints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologySpreadConstraints spread the data replicas over the domains of a node label (zones, say), as a Pod's topologySpreadConstraints do; the proxy's Pods spread among themselves the same way. The controller fills in which Pods count: the same component of the same store. At most 8; no two with the same topologyKey and whenUnsatisfiable. Set, they replace the scheduler's cluster-wide default spreading for these Pods. Unset: the replicas prefer one per node, and nothing keeps them apart across zones.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TopologySpreadConstraint{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.Toleration{}.OpenAPIModelName()},
+			v1beta1.Toleration{}.OpenAPIModelName(), v1beta1.TopologySpreadConstraint{}.OpenAPIModelName()},
 	}
 }
 
@@ -2412,6 +2495,51 @@ func schema_pkg_apis_kvstore_v1beta1_Toleration(ref common.ReferenceCallback) co
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1beta1_TopologySpreadConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TopologySpreadConstraint spreads a component's Pods over the domains of a node label, as a Pod's topology spread constraint does.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxSkew": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSkew is how many more of the component's Pods one domain may run than the domain with the fewest, at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"topologyKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologyKey is the node label whose values are the domains (topology.kubernetes.io/zone, kubernetes.io/hostname), a qualified name. With DoNotSchedule, nodes without the label run none of the Pods.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"whenUnsatisfiable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenUnsatisfiable is DoNotSchedule (a Pod stays Pending rather than break maxSkew) or ScheduleAnyway (the scheduler only prefers the domains that reduce the skew).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"minDomains": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinDomains, with DoNotSchedule only, is how many domains the Pods must spread over: while fewer domains have eligible nodes, the missing ones count as running none of the Pods, so a Pod stays Pending rather than double up (until, say, a cluster autoscaler adds a node in another domain). At least 1. Unset: the domains there are.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"maxSkew", "topologyKey", "whenUnsatisfiable"},
 			},
 		},
 	}

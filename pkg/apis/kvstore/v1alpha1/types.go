@@ -215,6 +215,57 @@ type Scheduling struct {
 	// condition). Unset: the cluster's default priority.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty" protobuf:"bytes,3,opt,name=priorityClassName"`
+
+	// TopologySpreadConstraints spread the data replicas over the domains
+	// of a node label (zones, say), as a Pod's topologySpreadConstraints
+	// do; the proxy's Pods spread among themselves the same way. The
+	// controller fills in which Pods count: the same component of the same
+	// store. At most 8; no two with the same topologyKey and
+	// whenUnsatisfiable. Set, they replace the scheduler's cluster-wide
+	// default spreading for these Pods. Unset: the replicas prefer one per
+	// node, and nothing keeps them apart across zones.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty" protobuf:"bytes,4,rep,name=topologySpreadConstraints"`
+}
+
+// UnsatisfiableConstraintAction is what the scheduler does with a Pod that
+// no domain can take without breaking a spread constraint's maxSkew.
+type UnsatisfiableConstraintAction string
+
+const (
+	// DoNotSchedule keeps the Pod Pending until a domain can take it.
+	DoNotSchedule UnsatisfiableConstraintAction = "DoNotSchedule"
+	// ScheduleAnyway schedules it, preferring the domains that reduce the
+	// skew.
+	ScheduleAnyway UnsatisfiableConstraintAction = "ScheduleAnyway"
+)
+
+// TopologySpreadConstraint spreads a component's Pods over the domains of a
+// node label, as a Pod's topology spread constraint does.
+type TopologySpreadConstraint struct {
+	// MaxSkew is how many more of the component's Pods one domain may run
+	// than the domain with the fewest, at least 1.
+	MaxSkew int32 `json:"maxSkew" protobuf:"varint,1,opt,name=maxSkew"`
+
+	// TopologyKey is the node label whose values are the domains
+	// (topology.kubernetes.io/zone, kubernetes.io/hostname), a qualified
+	// name. With DoNotSchedule, nodes without the label run none of the
+	// Pods.
+	TopologyKey string `json:"topologyKey" protobuf:"bytes,2,opt,name=topologyKey"`
+
+	// WhenUnsatisfiable is DoNotSchedule (a Pod stays Pending rather than
+	// break maxSkew) or ScheduleAnyway (the scheduler only prefers the
+	// domains that reduce the skew).
+	WhenUnsatisfiable UnsatisfiableConstraintAction `json:"whenUnsatisfiable" protobuf:"bytes,3,opt,name=whenUnsatisfiable,casttype=UnsatisfiableConstraintAction"`
+
+	// MinDomains, with DoNotSchedule only, is how many domains the Pods
+	// must spread over: while fewer domains have eligible nodes, the
+	// missing ones count as running none of the Pods, so a Pod stays
+	// Pending rather than double up (until, say, a cluster autoscaler adds
+	// a node in another domain). At least 1. Unset: the domains there are.
+	// +optional
+	MinDomains *int32 `json:"minDomains,omitempty" protobuf:"varint,4,opt,name=minDomains"`
 }
 
 // TolerationOperator is how a toleration compares a taint's value.

@@ -125,3 +125,8 @@ func (in StorageSpec) OpenAPIModelName() string {
 func (in Toleration) OpenAPIModelName() string {
 	return "io.kvstore.v1beta1.Toleration"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TopologySpreadConstraint) OpenAPIModelName() string {
+	return "io.kvstore.v1beta1.TopologySpreadConstraint"
+}

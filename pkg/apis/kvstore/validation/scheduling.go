@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"fmt"
+
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -9,13 +11,19 @@ import (
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
 )
 
-// maxSchedulingEntries bounds spec.scheduling's node selector and its
-// tolerations, each.
-const maxSchedulingEntries = 64
+const (
+	// maxSchedulingEntries bounds spec.scheduling's node selector and its
+	// tolerations, each.
+	maxSchedulingEntries = 64
+	// maxSpreadConstraints bounds its topology spread constraints: one per
+	// kind of domain (zone, node, rack) and way, with room to spare.
+	maxSpreadConstraints = 8
+)
 
 var (
 	tolerationOperators = sets.New(kvstore.TolerationOpEqual, kvstore.TolerationOpExists)
 	taintEffects        = sets.New(kvstore.TaintEffectNoSchedule, kvstore.TaintEffectPreferNoSchedule, kvstore.TaintEffectNoExecute)
+	unsatisfiableAction = sets.New(kvstore.DoNotSchedule, kvstore.ScheduleAnyway)
 )
 
 // validateScheduling checks what kube-apiserver would check of the same
@@ -42,6 +50,49 @@ func validateScheduling(s *kvstore.Scheduling, fldPath *field.Path) field.ErrorL
 	}
 	if name := s.PriorityClassName; name != "" {
 		allErrs = append(allErrs, validateDNSSubdomain(name, fldPath.Child("priorityClassName"))...)
+	}
+	allErrs = append(allErrs, validateSpreadConstraints(s.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
+	return allErrs
+}
+
+// validateSpreadConstraints checks topology spread constraints as
+// kube-apiserver checks a Pod's (the label selector is the controller's).
+func validateSpreadConstraints(constraints []kvstore.TopologySpreadConstraint, fldPath *field.Path) field.ErrorList {
+	if len(constraints) > maxSpreadConstraints {
+		return field.ErrorList{field.TooMany(fldPath, len(constraints), maxSpreadConstraints)}
+	}
+	var allErrs field.ErrorList
+	type kind struct {
+		key    string
+		action kvstore.UnsatisfiableConstraintAction
+	}
+	seen := sets.New[kind]()
+	for i, c := range constraints {
+		path := fldPath.Index(i)
+		if c.MaxSkew < 1 {
+			allErrs = append(allErrs, field.Invalid(path.Child("maxSkew"), c.MaxSkew, "must be at least 1"))
+		}
+		if c.TopologyKey == "" {
+			allErrs = append(allErrs, field.Required(path.Child("topologyKey"), "the node label whose values are the domains"))
+		} else {
+			allErrs = append(allErrs, metav1validation.ValidateLabelName(c.TopologyKey, path.Child("topologyKey"))...)
+		}
+		if !unsatisfiableAction.Has(c.WhenUnsatisfiable) {
+			allErrs = append(allErrs, field.NotSupported(path.Child("whenUnsatisfiable"), c.WhenUnsatisfiable, sets.List(unsatisfiableAction)))
+		}
+		if k := (kind{c.TopologyKey, c.WhenUnsatisfiable}); seen.Has(k) {
+			allErrs = append(allErrs, field.Duplicate(path, fmt.Sprintf("topologyKey %q with whenUnsatisfiable %q", k.key, k.action)))
+		} else {
+			seen.Insert(k)
+		}
+		if c.MinDomains != nil {
+			if *c.MinDomains < 1 {
+				allErrs = append(allErrs, field.Invalid(path.Child("minDomains"), *c.MinDomains, "must be at least 1"))
+			}
+			if c.WhenUnsatisfiable != kvstore.DoNotSchedule {
+				allErrs = append(allErrs, field.Invalid(path.Child("minDomains"), *c.MinDomains, "may be set only with whenUnsatisfiable DoNotSchedule"))
+			}
+		}
 	}
 	return allErrs
 }

@@ -47,6 +47,7 @@ func notSupported(path string) fieldErr { return fieldErr{field.ErrorTypeNotSupp
 func tooLong(path string) fieldErr      { return fieldErr{field.ErrorTypeTooLong, path} }
 func tooMany(path string) fieldErr      { return fieldErr{field.ErrorTypeTooMany, path} }
 func forbidden(path string) fieldErr    { return fieldErr{field.ErrorTypeForbidden, path} }
+func duplicate(path string) fieldErr    { return fieldErr{field.ErrorTypeDuplicate, path} }
 
 const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -71,6 +72,12 @@ func validKVS() *kvstore.KeyValueStore {
 // selector and a priority class.
 func scheduling(tolerations ...kvstore.Toleration) *kvstore.Scheduling {
 	return &kvstore.Scheduling{NodeSelector: map[string]string{"pool": "stores"}, Tolerations: tolerations, PriorityClassName: "stores"}
+}
+
+// spread is a store's spec.scheduling with these topology spread
+// constraints alone.
+func spread(constraints ...kvstore.TopologySpreadConstraint) *kvstore.Scheduling {
+	return &kvstore.Scheduling{TopologySpreadConstraints: constraints}
 }
 
 // backupWithAccess is a store's spec.backup whose Jobs run as
@@ -483,6 +490,43 @@ func TestValidateKeyValueStore(t *testing.T) {
 				notSupported("spec.scheduling.tolerations[4].effect"),
 				invalid("spec.scheduling.tolerations[5].tolerationSeconds"),
 			),
+		},
+		{
+			name: "scheduling spread",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = spread(
+					kvstore.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: kvstore.DoNotSchedule, MinDomains: ptr.To[int32](3)},
+					kvstore.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: kvstore.ScheduleAnyway},
+					kvstore.TopologySpreadConstraint{MaxSkew: 5, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: kvstore.ScheduleAnyway},
+				)
+			},
+		},
+		{
+			name: "scheduling spread fields",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = spread(
+					kvstore.TopologySpreadConstraint{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: kvstore.DoNotSchedule},
+					kvstore.TopologySpreadConstraint{MaxSkew: 1, WhenUnsatisfiable: "Never"},
+					kvstore.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "not a key", WhenUnsatisfiable: kvstore.ScheduleAnyway, MinDomains: ptr.To[int32](2)},
+					kvstore.TopologySpreadConstraint{MaxSkew: 2, TopologyKey: "zone", WhenUnsatisfiable: kvstore.DoNotSchedule, MinDomains: ptr.To[int32](0)},
+				)
+			},
+			want: expect(
+				invalid("spec.scheduling.topologySpreadConstraints[0].maxSkew"),
+				required("spec.scheduling.topologySpreadConstraints[1].topologyKey"),
+				notSupported("spec.scheduling.topologySpreadConstraints[1].whenUnsatisfiable"),
+				invalid("spec.scheduling.topologySpreadConstraints[2].topologyKey"),
+				invalid("spec.scheduling.topologySpreadConstraints[2].minDomains"),
+				duplicate("spec.scheduling.topologySpreadConstraints[3]"),
+				invalid("spec.scheduling.topologySpreadConstraints[3].minDomains"),
+			),
+		},
+		{
+			name: "scheduling spread too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Scheduling = spread(slices.Repeat([]kvstore.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: kvstore.DoNotSchedule}}, 9)...)
+			},
+			want: expect(tooMany("spec.scheduling.topologySpreadConstraints")),
 		},
 		{
 			name: "scheduling priority class",

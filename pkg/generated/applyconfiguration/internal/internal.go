@@ -576,6 +576,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: io.kvstore.v1alpha1.Toleration
           elementRelationship: atomic
+    - name: topologySpreadConstraints
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.TopologySpreadConstraint
+          elementRelationship: atomic
 - name: io.kvstore.v1alpha1.SecurityContext
   map:
     fields:
@@ -616,6 +622,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: value
       type:
         scalar: string
+- name: io.kvstore.v1alpha1.TopologySpreadConstraint
+  map:
+    fields:
+    - name: maxSkew
+      type:
+        scalar: numeric
+      default: 0
+    - name: minDomains
+      type:
+        scalar: numeric
+    - name: topologyKey
+      type:
+        scalar: string
+      default: ""
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
+      default: ""
 - name: io.kvstore.v1beta1.BackupSpec
   map:
     fields:
@@ -912,6 +936,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: io.kvstore.v1beta1.Toleration
           elementRelationship: atomic
+    - name: topologySpreadConstraints
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.TopologySpreadConstraint
+          elementRelationship: atomic
 - name: io.kvstore.v1beta1.SecurityContext
   map:
     fields:
@@ -952,6 +982,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: value
       type:
         scalar: string
+- name: io.kvstore.v1beta1.TopologySpreadConstraint
+  map:
+    fields:
+    - name: maxSkew
+      type:
+        scalar: numeric
+      default: 0
+    - name: minDomains
+      type:
+        scalar: numeric
+    - name: topologyKey
+      type:
+        scalar: string
+      default: ""
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
+      default: ""
 - name: __untyped_atomic_
   scalar: untyped
   list:

@@ -35,6 +35,15 @@ type SchedulingApplyConfiguration struct {
 	// when a Pod is created, or the Pod is refused (see the ReplicaFailure
 	// condition). Unset: the cluster's default priority.
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
+	// TopologySpreadConstraints spread the data replicas over the domains
+	// of a node label (zones, say), as a Pod's topologySpreadConstraints
+	// do; the proxy's Pods spread among themselves the same way. The
+	// controller fills in which Pods count: the same component of the same
+	// store. At most 8; no two with the same topologyKey and
+	// whenUnsatisfiable. Set, they replace the scheduler's cluster-wide
+	// default spreading for these Pods. Unset: the replicas prefer one per
+	// node, and nothing keeps them apart across zones.
+	TopologySpreadConstraints []TopologySpreadConstraintApplyConfiguration `json:"topologySpreadConstraints,omitempty"`
 }
 
 // SchedulingApplyConfiguration constructs a declarative configuration of the Scheduling type for use with
@@ -75,5 +84,18 @@ func (b *SchedulingApplyConfiguration) WithTolerations(values ...*TolerationAppl
 // If called multiple times, the PriorityClassName field is set to the value of the last call.
 func (b *SchedulingApplyConfiguration) WithPriorityClassName(value string) *SchedulingApplyConfiguration {
 	b.PriorityClassName = &value
+	return b
+}
+
+// WithTopologySpreadConstraints adds the given value to the TopologySpreadConstraints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the TopologySpreadConstraints field.
+func (b *SchedulingApplyConfiguration) WithTopologySpreadConstraints(values ...*TopologySpreadConstraintApplyConfiguration) *SchedulingApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithTopologySpreadConstraints")
+		}
+		b.TopologySpreadConstraints = append(b.TopologySpreadConstraints, *values[i])
+	}
 	return b
 }
