@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -76,6 +77,12 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 	// selector mistyped at creation, then fixed). Below a partition set by
 	// hand a Pod would come back on it, so not then.
 	keepCurrent := kvs.Status.CurrentImage != "" || sts.Status.CurrentRevision == sts.Status.UpdateRevision || partitioned(sts)
+	// A replica whose Pod is missing is down too. While the update
+	// revision is not the one the set last ran ready, a Pod deleted now
+	// comes back on a revision that may never run: a second replica down.
+	if keepCurrent && sts.Status.CurrentRevision != sts.Status.UpdateRevision && c.replicaMissing(kvs, sts, pods) {
+		return nil
+	}
 	var stuck *corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
@@ -124,6 +131,25 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 func partitioned(sts *appsv1.StatefulSet) bool {
 	ru := sts.Spec.UpdateStrategy.RollingUpdate
 	return ru != nil && ptr.Deref(ru.Partition, 0) > 0
+}
+
+// replicaMissing says a replica that holds data has no Pod: an ordinal
+// below the StatefulSet's replicas with a claim and no Pod of the
+// StatefulSet (deleted to be updated, not made again yet). An ordinal with
+// no claim is one a scale-up adds, which never ran.
+func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, pods []*corev1.Pod) bool {
+	have := sets.New[int]()
+	for _, p := range pods {
+		if metav1.IsControlledBy(p, sts) {
+			have.Insert(ordinal(p))
+		}
+	}
+	for i := range ptr.Deref(sts.Spec.Replicas, 1) {
+		if !have.Has(int(i)) && c.cachedClaim(kvs, i) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // beingCreated says the StatefulSet is about to create one of its Pods (a

@@ -341,6 +341,49 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 	}
 }
 
+// A replica whose Pod is missing is down too: in a rollout A to B
+// interrupted by C, the StatefulSet deleted s-2 to update it and has not
+// made it again (C's Pods refused, or s-1 not ready); s-1, good on B,
+// crashes once. Deleted, it would come back on C, which never ran: two
+// replicas down, the quorum lost (found by review). A Pod missing at an
+// ordinal with no claim is a replica a scale-up adds, never run, and does
+// not hold the replacement up.
+func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
+	interrupted := func(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+		f, kvs := stuckRollout(t)
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "a", "c" })
+		f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
+		f.setPod(kvs, 1, func(p *corev1.Pod) {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+			p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+		})
+		for i := range int32(3) {
+			f.cache(newClaim(kvs, dataClaimName(kvs, i), testNow))
+		}
+		return f, kvs
+	}
+	t.Run("a replica down", func(t *testing.T) {
+		f, kvs := interrupted(t)
+		require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(newDataPod(kvs, 2)))
+		f.kube.ClearActions()
+		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+		assert.Empty(t, f.deletedPods())
+	})
+	t.Run("a replica added by a scale-up", func(t *testing.T) {
+		f, kvs := interrupted(t)
+		f.setPod(kvs, 2, func(p *corev1.Pod) {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a"
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+		})
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](4) })
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+		f.kube.ClearActions()
+		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+		assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods())
+	})
+}
+
 // A Pod that cannot start enqueues its store: it may hold up a rollout.
 // Other Pod updates do so only while the store is torn down.
 func TestAPodThatCannotStartWakesItsStore(t *testing.T) {
