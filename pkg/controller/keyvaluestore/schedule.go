@@ -23,6 +23,9 @@ const (
 	ReasonScheduledBackupCompleted = "ScheduledBackupCompleted"
 	ReasonScheduledBackupFailed    = "ScheduledBackupFailed"
 	ReasonInvalidSchedule          = "InvalidSchedule"
+	// ReasonScheduledBackupRefused: kube-apiserver refused to create the
+	// due slot's backup (a ResourceQuota on backups).
+	ReasonScheduledBackupRefused = "ScheduledBackupRefused"
 )
 
 // Scheduled backups kept besides the Completed ones spec.backup.keep
@@ -167,10 +170,26 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	if plan.err != nil {
 		return result{}, nil // reported in status (ScheduledBackupSucceeded)
 	}
+	var refused error
 	if !plan.due.IsZero() {
-		if err := c.createScheduledBackup(ctx, kvs, plan.due); err != nil {
+		err := c.createScheduledBackup(ctx, kvs, plan.due)
+		switch {
+		case exceededQuota(err):
+			// Retention still runs (a lowered keep makes room); the
+			// refusal is told, and tried again every 30 s: a quota frees
+			// up as backups are deleted, which wakes nobody.
+			refused = err
+		case err != nil:
 			return result{}, err
 		}
+	}
+	if refused != nil {
+		if len(plan.prune) > 0 {
+			if _, err := c.pruneScheduled(ctx, kvs, plan.prune); err != nil {
+				return result{}, err
+			}
+		}
+		return result{requeueAfter: waitFallback}, c.recordScheduleRefusal(ctx, kvs, plan.due, refused)
 	}
 	if len(plan.prune) > 0 {
 		pruned, err := c.pruneScheduled(ctx, kvs, plan.prune)
@@ -190,6 +209,24 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	// after the slot it planned for looks again in a second.
 	wait := max(plan.next.Sub(c.now().Time), 0) + time.Second
 	return result{requeueAfter: wait, slot: wait}, nil
+}
+
+// recordScheduleRefusal tells on the store, with one Warning event, that
+// the backup of slot was refused.
+func (c *Controller) recordScheduleRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time, refusal error) error {
+	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
+	msg := fmt.Sprintf("the backup of the slot at %s was refused: %v; tried again every 30 s. Deleting backups, lowering spec.backup.keep or raising the quota makes room",
+		slot.UTC().Format(time.RFC3339), errors.Unwrap(refusal))
+	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		st := *k.Status.DeepCopy()
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduledBackupSucceeded,
+			Status: metav1.ConditionFalse, Reason: ReasonScheduledBackupRefused, Message: msg, ObservedGeneration: k.Generation})
+		return st
+	})
+	if err == nil {
+		c.recordScheduledBackupEvent(kvs, before)
+	}
+	return err
 }
 
 // pruneScheduled deletes the scheduled backups beyond retention, each with
@@ -312,10 +349,16 @@ func observeBackups(st *v1alpha1.KeyValueStoreStatus, kvs *v1alpha1.KeyValueStor
 		set(metav1.ConditionFalse, ReasonInvalidSchedule, msg)
 		return
 	}
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded); c != nil && c.Reason == ReasonInvalidSchedule {
-		// The schedule runs now: until a scheduled backup finishes there is
-		// nothing to report, not the old schedule's refusal.
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded); c != nil {
+		switch {
+		case c.Reason == ReasonScheduledBackupRefused && !plan.due.IsZero():
+			return // still refused, until a create is let through
+		case c.Reason == ReasonInvalidSchedule || c.Reason == ReasonScheduledBackupRefused:
+			// The schedule runs now, or the backup was created: until a
+			// scheduled backup finishes there is nothing to report, not
+			// the refusal.
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+		}
 	}
 	i := slices.IndexFunc(plan.scheduled, backupFinished)
 	if i < 0 {

@@ -504,3 +504,53 @@ func TestScheduleKeepsAtMostOneWaitingBackup(t *testing.T) {
 	running.Status.Attempts = 1
 	assert.Equal(t, testNow, planSchedule(kvs, []*v1alpha1.KeyValueStoreBackup{running}, testNow).due, "one that runs does not hold the next slot")
 }
+
+// A scheduled backup refused by a quota on backups shows on the store
+// (ScheduledBackupSucceeded False, one Warning) and is tried again every
+// 30 s, not after the workqueue's growing backoff; retention still runs,
+// so lowering keep makes room. Before, the refusal was only a sync error:
+// the condition kept the last success, and pruning, which came after the
+// create, never ran (found by review).
+func TestAScheduledBackupRefusedByAQuotaIsToldAndRetentionRuns(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 2))
+	f := newFixture(t, kvs, completedHourly(kvs, 4)...)
+	refusal := "exceeded quota: backups, requested: count/keyvaluestorebackups.kvstore.io=1, used: count/keyvaluestorebackups.kvstore.io=4, limited: count/keyvaluestorebackups.kvstore.io=4"
+	refused := true
+	f.kvs.PrependReactor("create", "keyvaluestorebackups", func(a core.Action) (bool, runtime.Object, error) {
+		if !refused {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("keyvaluestorebackups"), scheduledBackupName(kvs, testNow), errors.New(refusal))
+	})
+	warnings := func() int {
+		return strings.Count(strings.Join(f.events(), "\n"), "Warning "+ReasonScheduledBackupRefused)
+	}
+	for range 2 {
+		res, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, waitFallback, res.requeueAfter, "tried again in 30 s")
+		_, own := f.writes()
+		assert.Contains(t, own, "delete keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(-4*time.Hour)), "pruned all the same")
+		cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+		require.NotNil(t, cond)
+		assert.Equal(t, metav1.ConditionFalse, cond.Status)
+		assert.Equal(t, ReasonScheduledBackupRefused, cond.Reason)
+		assert.Equal(t, "the backup of the slot at 2026-11-30T12:00:00Z was refused: "+
+			`keyvaluestorebackups.kvstore.io "s-202611301200" is forbidden: `+refusal+
+			"; tried again every 30 s. Deleting backups, lowering spec.backup.keep or raising the quota makes room", cond.Message)
+		f.refreshCache("ns")
+	}
+	assert.Equal(t, 1, warnings(), "told once")
+
+	refused = false
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own := f.writes()
+	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, testNow))
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, ReasonScheduledBackupCompleted, cond.Reason, "created: what the backups say again")
+}
