@@ -319,7 +319,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 					},
 					"serviceAccountName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Immutable, with the rest of bootstrap.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -331,7 +331,7 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Immutable, with the rest of bootstrap.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -861,7 +861,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
@@ -1516,7 +1516,7 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 					},
 					"serviceAccountName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Jobs created after a change use it.",
+							Description: "ServiceAccountName is the ServiceAccount of the bootstrap Job's Pod, in the store's namespace: one whose identity may read the backup it restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253 characters. It must exist when the Pod is created, or the Pod is refused (the store's ReplicaFailure condition says so). Unset: the namespace's default ServiceAccount. Immutable, with the rest of bootstrap.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1528,7 +1528,7 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Jobs created after a change use it.",
+							Description: "EnvFrom fills the bootstrap container's environment from Secrets or ConfigMaps of the store's namespace (the object store's address and credentials, say), as a container's envFrom does: later sources win over earlier ones, and the KVSTORE_ variables the controller sets win over all of them. At most 16 entries. Immutable, with the rest of bootstrap.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -2058,7 +2058,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of image or replicas is rolling out.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},

@@ -465,7 +465,8 @@ type BootstrapSpec struct {
 	// restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253
 	// characters. It must exist when the Pod is created, or the Pod is
 	// refused (the store's ReplicaFailure condition says so). Unset: the
-	// namespace's default ServiceAccount. Jobs created after a change use it.
+	// namespace's default ServiceAccount. Immutable, with the rest of
+	// bootstrap.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty" protobuf:"bytes,6,opt,name=serviceAccountName"`
 
@@ -473,8 +474,8 @@ type BootstrapSpec struct {
 	// ConfigMaps of the store's namespace (the object store's address and
 	// credentials, say), as a container's envFrom does: later sources win
 	// over earlier ones, and the KVSTORE_ variables the controller sets win
-	// over all of them. At most 16 entries. Jobs created after a change use
-	// it.
+	// over all of them. At most 16 entries. Immutable, with the rest of
+	// bootstrap.
 	// +optional
 	// +listType=atomic
 	EnvFrom []EnvFromSource `json:"envFrom,omitempty" protobuf:"bytes,7,rep,name=envFrom"`
@@ -549,7 +550,9 @@ const (
 	PhaseBootstrapping KeyValueStorePhase = "Bootstrapping"
 	// PhaseReady: every data replica (and proxy replica) is ready at the current spec.
 	PhaseReady KeyValueStorePhase = "Ready"
-	// PhaseUpgrading: a change of image or replicas is rolling out.
+	// PhaseUpgrading: a change of the store's workloads (image, replicas,
+	// resources, scheduling, security context, Pod metadata, pull secrets,
+	// proxy) is rolling out on a store that was Ready before.
 	PhaseUpgrading KeyValueStorePhase = "Upgrading"
 	// PhaseDegraded: the store was ready and has lost ready replicas.
 	PhaseDegraded KeyValueStorePhase = "Degraded"

@@ -48,14 +48,15 @@ type BootstrapSpecApplyConfiguration struct {
 	// restores (a cloud's workload identity), say. A DNS-1123 subdomain of at most 253
 	// characters. It must exist when the Pod is created, or the Pod is
 	// refused (the store's ReplicaFailure condition says so). Unset: the
-	// namespace's default ServiceAccount. Jobs created after a change use it.
+	// namespace's default ServiceAccount. Immutable, with the rest of
+	// bootstrap.
 	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 	// EnvFrom fills the bootstrap container's environment from Secrets or
 	// ConfigMaps of the store's namespace (the object store's address and
 	// credentials, say), as a container's envFrom does: later sources win
 	// over earlier ones, and the KVSTORE_ variables the controller sets win
-	// over all of them. At most 16 entries. Jobs created after a change use
-	// it.
+	// over all of them. At most 16 entries. Immutable, with the rest of
+	// bootstrap.
 	EnvFrom []EnvFromSourceApplyConfiguration `json:"envFrom,omitempty"`
 }
 
