@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
@@ -170,7 +171,32 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 	}
 	warnings := append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	warnings = append(warnings, pullSecretWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	warnings = append(warnings, spreadWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	return append(warnings, growthWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+}
+
+// spreadWarnings say, when a running store gains a DoNotSchedule spread
+// constraint, that it moves no replica: one whose volume is bound to a
+// zone the constraint now rules out stays Pending when the rollout
+// replaces its Pod.
+func spreadWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	if !slices.ContainsFunc(spreadConstraints(spec), func(c kvstore.TopologySpreadConstraint) bool {
+		return c.WhenUnsatisfiable == kvstore.DoNotSchedule && !slices.ContainsFunc(spreadConstraints(old), func(o kvstore.TopologySpreadConstraint) bool {
+			return o.MaxSkew == c.MaxSkew && o.TopologyKey == c.TopologyKey && o.WhenUnsatisfiable == c.WhenUnsatisfiable && ptr.Equal(o.MinDomains, c.MinDomains)
+		})
+	}) {
+		return nil
+	}
+	return []string{"spec.scheduling.topologySpreadConstraints: a DoNotSchedule constraint moves no replica's volume; " +
+		"a replica whose volume is bound to a zone or node the constraint rules out stays Pending when the rollout replaces its Pod, " +
+		"one replica down, until the constraint is relaxed (ScheduleAnyway) or removed"}
+}
+
+func spreadConstraints(spec *kvstore.KeyValueStoreSpec) []kvstore.TopologySpreadConstraint {
+	if spec.Scheduling == nil {
+		return nil
+	}
+	return spec.Scheduling.TopologySpreadConstraints
 }
 
 // pullSecretWarnings say, when a store's pull secrets are set or changed

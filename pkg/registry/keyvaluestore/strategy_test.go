@@ -667,3 +667,36 @@ func TestBeforeUpdate(t *testing.T) {
 		assert.Equal(t, int64(2), newObj.Generation)
 	})
 }
+
+// A running store that gains a DoNotSchedule spread constraint is warned
+// that it moves no replica's volume; a constraint it had, a ScheduleAnyway
+// one, or one given at create are not warned about.
+func TestWarningOnSpreadAddedToARunningStore(t *testing.T) {
+	s := testStrategy()
+	ctx := context.Background()
+	zone := kvstore.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: kvstore.DoNotSchedule, MinDomains: ptr.To[int32](3)}
+	obj := storedKVS()
+	obj.Spec.Scheduling = &kvstore.Scheduling{TopologySpreadConstraints: []kvstore.TopologySpreadConstraint{zone}}
+	assert.Empty(t, s.WarningsOnCreate(ctx, obj), "set at create")
+
+	update := func(old *kvstore.KeyValueStore, change func(*kvstore.KeyValueStoreSpec)) []string {
+		newObj := old.DeepCopy()
+		change(&newObj.Spec)
+		s.PrepareForUpdate(ctx, newObj, old)
+		return s.WarningsOnUpdate(ctx, newObj, old)
+	}
+	assert.Empty(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Replicas = ptr.To[int32](5)
+		spec.Scheduling.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](3) // the same, decoded anew
+	}), "kept")
+	assert.Empty(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Scheduling.TopologySpreadConstraints[0].WhenUnsatisfiable = kvstore.ScheduleAnyway
+	}), "relaxed")
+
+	running := storedKVS()
+	warnings := update(running, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Scheduling = &kvstore.Scheduling{TopologySpreadConstraints: []kvstore.TopologySpreadConstraint{zone}}
+	})
+	require.Len(t, warnings, 1, "warnings: %q", warnings)
+	assert.True(t, strings.HasPrefix(warnings[0], "spec.scheduling.topologySpreadConstraints: "), warnings[0])
+}
