@@ -16,7 +16,8 @@ import (
 
 // Every Pod of a store carries its spec.podMetadata and pulls with its
 // spec.imagePullSecrets: the data replicas, the proxy and the backup Job's
-// Pod, admitted by the real kube-apiserver.
+// Pod, admitted by the real kube-apiserver; the data replicas run with
+// spec.args and spec.envFrom.
 // It is applied once, and changing an annotation (with kubectl, in
 // v1beta1) rolls the data replicas to it; a reserved label is refused with
 // a 422 naming it.
@@ -32,6 +33,8 @@ func TestPodsCarryTheStoresMetadata(t *testing.T) {
 		Annotations: map[string]string{"sidecar.istio.io/inject": "false"},
 	}
 	obj.Spec.ImagePullSecrets = []v1alpha1.LocalSecretReference{{Name: "registry"}}
+	obj.Spec.Args = []string{"--maxmemory", "1gb", "--requirepass", "$(PASSWORD)"}
+	obj.Spec.EnvFrom = []v1alpha1.EnvFromSource{{SecretRef: &v1alpha1.EnvSourceReference{Name: "redis", Optional: ptr.To(true)}}}
 	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitStore(t, kvs, ns, "tagged", "Ready with its proxy", func(k *v1alpha1.KeyValueStore) bool {
@@ -46,6 +49,14 @@ func TestPodsCarryTheStoresMetadata(t *testing.T) {
 		components[p.Labels["app.kubernetes.io/component"]]++
 		assert.Equal(t, "false", p.Annotations["sidecar.istio.io/inject"], p.Name)
 		assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry"}}, p.Spec.ImagePullSecrets, p.Name)
+		c := p.Spec.Containers[0]
+		if p.Labels["app.kubernetes.io/component"] != "data" {
+			assert.Empty(t, c.Args, p.Name)
+			continue
+		}
+		assert.Equal(t, []string{"--maxmemory", "1gb", "--requirepass", "$(PASSWORD)"}, c.Args, p.Name)
+		assert.Equal(t, []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "redis"}, Optional: ptr.To(true)}}}, c.EnvFrom, p.Name)
 	}
 	assert.Equal(t, map[string]int{"data": 2, "proxy": 1, "backup": 1}, components)
 

@@ -203,16 +203,30 @@ func statefulSet(kvs *v1alpha1.KeyValueStore, replicas int32) *appsv1ac.Stateful
 					WithAffinity(antiAffinity(kvs, ComponentData)).
 					WithTopologySpreadConstraints(spreadConstraints(kvs, ComponentData)...).
 					WithSecurityContext(podSecurityContext(kvs)).
-					WithContainers(corev1ac.Container().
-						WithName(dataContainerName).
-						WithImage(kvs.Spec.Image).
-						WithResources(containerResources(kvs.Spec.Resources)).
-						WithSecurityContext(containerSecurityContext(kvs)).
-						WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
-						WithReadinessProbe(corev1ac.Probe().
-							WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("kv"))).
-							WithPeriodSeconds(5)).
-						WithVolumeMounts(corev1ac.VolumeMount().WithName(dataVolumeName).WithMountPath(dataMountPath))))))
+					WithContainers(dataContainerOf(kvs)))))
+}
+
+// dataContainerOf is the data replicas' container. spec.args and
+// spec.envFrom are given only when set: an empty list would read back as
+// unset and make every pass re-apply.
+func dataContainerOf(kvs *v1alpha1.KeyValueStore) *corev1ac.ContainerApplyConfiguration {
+	c := corev1ac.Container().
+		WithName(dataContainerName).
+		WithImage(kvs.Spec.Image).
+		WithResources(containerResources(kvs.Spec.Resources)).
+		WithSecurityContext(containerSecurityContext(kvs)).
+		WithPorts(corev1ac.ContainerPort().WithName("kv").WithContainerPort(kvs.Spec.Port)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("kv"))).
+			WithPeriodSeconds(5)).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(dataVolumeName).WithMountPath(dataMountPath))
+	if len(kvs.Spec.Args) > 0 {
+		c.WithArgs(kvs.Spec.Args...)
+	}
+	for _, s := range kvs.Spec.EnvFrom {
+		c.WithEnvFrom(envFromSource(s))
+	}
+	return c
 }
 
 // podDisruptionBudget lets voluntary disruptions take one data replica at a time.

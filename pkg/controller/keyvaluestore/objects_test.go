@@ -316,6 +316,30 @@ func TestPodsAreScheduledAsTheStoreSays(t *testing.T) {
 	}
 }
 
+// The data container runs with spec.args and reads spec.envFrom; no other
+// container does. A store without them keeps a container without, as
+// before the fields existed.
+func TestTheDataContainerRunsWithTheStoresConfiguration(t *testing.T) {
+	kvs := storeOfEveryPod()
+	for name, pod := range templates(kvs) {
+		assert.Nil(t, pod.Containers[0].Args, name)
+		assert.Nil(t, pod.Containers[0].EnvFrom, name)
+	}
+	kvs.Spec.Args = []string{"--maxmemory", "1gb", "--requirepass", "$(PASSWORD)"}
+	kvs.Spec.EnvFrom = []v1alpha1.EnvFromSource{{SecretRef: &v1alpha1.EnvSourceReference{Name: "redis"}}}
+	for name, pod := range templates(kvs) {
+		c := pod.Containers[0]
+		if name != "data" {
+			assert.Nil(t, c.Args, name)
+			assert.Nil(t, c.EnvFrom, name)
+			continue
+		}
+		assert.Equal(t, []string{"--maxmemory", "1gb", "--requirepass", "$(PASSWORD)"}, c.Args)
+		assert.Equal(t, []corev1ac.EnvFromSourceApplyConfiguration{{SecretRef: &corev1ac.SecretEnvSourceApplyConfiguration{
+			LocalObjectReferenceApplyConfiguration: corev1ac.LocalObjectReferenceApplyConfiguration{Name: ptr.To("redis")}}}}, c.EnvFrom)
+	}
+}
+
 // The data replicas and the proxy's Pods spread as spec.scheduling's
 // topology spread constraints say, each counting its own component of this
 // store; the proxy's only its newest template's Pods. Jobs do not spread.

@@ -843,12 +843,49 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							},
 						},
 					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Args are the data container's arguments, after its image's entrypoint (the store's configuration: --maxmemory 1gb, say), as a container's args: $(VAR) is replaced by the variable VAR of envFrom. Everyone who may read the store reads them: keep secrets in envFrom. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF. Unset: the image's default arguments. Changing them rolls the data replicas one Pod at a time.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the data container's environment from Secrets or ConfigMaps of the store's namespace (a password args names as $(VAR), say), as a container's envFrom does: later sources win over earlier ones. At most 16 entries. A source that is missing, and not optional, keeps a replica from starting. Changing the list rolls the data replicas one Pod at a time; a change of a Secret's or ConfigMap's contents does not (replicas read them when they start).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.LocalSecretReference{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.LocalSecretReference{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -861,7 +898,7 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, arguments, environment, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},
@@ -2040,12 +2077,49 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							},
 						},
 					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Args are the data container's arguments, after its image's entrypoint (the store's configuration: --maxmemory 1gb, say), as a container's args: $(VAR) is replaced by the variable VAR of envFrom. Everyone who may read the store reads them: keep secrets in envFrom. At most 64 entries, each at most 4096 bytes and 32768 bytes in all; each entry is UTF-8 text without control characters other than tab, newline and carriage return, and without U+FFFE or U+FFFF. Unset: the image's default arguments. Changing them rolls the data replicas one Pod at a time.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvFrom fills the data container's environment from Secrets or ConfigMaps of the store's namespace (a password args names as $(VAR), say), as a container's envFrom does: later sources win over earlier ones. At most 16 entries. A source that is missing, and not optional, keeps a replica from starting. Changing the list rolls the data replicas one Pod at a time; a change of a Secret's or ConfigMap's contents does not (replicas read them when they start).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.LocalSecretReference{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.EnvFromSource{}.OpenAPIModelName(), v1beta1.LocalSecretReference{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -2058,7 +2132,7 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreStatus(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
+							Description: "Phase summarises the store's state: Pending, Creating, Bootstrapping, Ready, Upgrading, Degraded, Terminating or Failed.\n\nPossible enum values:\n - `\"Bootstrapping\"` : the data replicas are ready and the bootstrap Job runs; the proxy tier waits for it.\n - `\"Creating\"` : workloads exist but are not yet all ready.\n - `\"Degraded\"` : the store was ready and has lost ready replicas.\n - `\"Failed\"` : the spec cannot be realised; see the conditions.\n - `\"Pending\"` : paused before anything was created (or with its data tier deleted while paused), or paused with changes to the spec that wait until it is unpaused.\n - `\"Ready\"` : every data replica (and proxy replica) is ready at the current spec.\n - `\"Terminating\"` : the store is being deleted and teardown runs.\n - `\"Upgrading\"` : a change of the store's workloads (image, replicas, arguments, environment, resources, scheduling, security context, Pod metadata, pull secrets, proxy) is rolling out on a store that was Ready before.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Bootstrapping", "Creating", "Degraded", "Failed", "Pending", "Ready", "Terminating", "Upgrading"},

@@ -524,6 +524,8 @@ func autoConvert_v1alpha1_KeyValueStoreSpec_To_kvstore_KeyValueStoreSpec(in *Key
 	out.Scheduling = (*kvstore.Scheduling)(unsafe.Pointer(in.Scheduling))
 	out.PodMetadata = (*kvstore.PodMetadata)(unsafe.Pointer(in.PodMetadata))
 	out.ImagePullSecrets = *(*[]kvstore.LocalSecretReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.Args = *(*[]string)(unsafe.Pointer(&in.Args))
+	out.EnvFrom = *(*[]kvstore.EnvFromSource)(unsafe.Pointer(&in.EnvFrom))
 	return nil
 }
 
@@ -549,6 +551,8 @@ func autoConvert_kvstore_KeyValueStoreSpec_To_v1alpha1_KeyValueStoreSpec(in *kvs
 	out.Scheduling = (*Scheduling)(unsafe.Pointer(in.Scheduling))
 	out.PodMetadata = (*PodMetadata)(unsafe.Pointer(in.PodMetadata))
 	out.ImagePullSecrets = *(*[]LocalSecretReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.Args = *(*[]string)(unsafe.Pointer(&in.Args))
+	out.EnvFrom = *(*[]EnvFromSource)(unsafe.Pointer(&in.EnvFrom))
 	return nil
 }
 

@@ -127,6 +127,30 @@ type KeyValueStoreSpec struct {
 	// +optional
 	// +listType=atomic
 	ImagePullSecrets []LocalSecretReference `json:"imagePullSecrets,omitempty" protobuf:"bytes,14,rep,name=imagePullSecrets"`
+
+	// Args are the data container's arguments, after its image's
+	// entrypoint (the store's configuration: --maxmemory 1gb, say), as a
+	// container's args: $(VAR) is replaced by the variable VAR of envFrom.
+	// Everyone who may read the store reads them: keep secrets in envFrom.
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
+	// each entry is UTF-8 text without control characters other than tab,
+	// newline and carriage return, and without U+FFFE or U+FFFF. Unset: the
+	// image's default arguments. Changing them rolls the data replicas one
+	// Pod at a time.
+	// +optional
+	// +listType=atomic
+	Args []string `json:"args,omitempty" protobuf:"bytes,15,rep,name=args"`
+
+	// EnvFrom fills the data container's environment from Secrets or
+	// ConfigMaps of the store's namespace (a password args names as
+	// $(VAR), say), as a container's envFrom does: later sources win over
+	// earlier ones. At most 16 entries. A source that is missing, and not
+	// optional, keeps a replica from starting. Changing the list rolls the
+	// data replicas one Pod at a time; a change of a Secret's or
+	// ConfigMap's contents does not (replicas read them when they start).
+	// +optional
+	// +listType=atomic
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty" protobuf:"bytes,16,rep,name=envFrom"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -549,8 +573,9 @@ const (
 	// PhaseReady: every data replica (and proxy replica) is ready at the current spec.
 	PhaseReady KeyValueStorePhase = "Ready"
 	// PhaseUpgrading: a change of the store's workloads (image, replicas,
-	// resources, scheduling, security context, Pod metadata, pull secrets,
-	// proxy) is rolling out on a store that was Ready before.
+	// arguments, environment, resources, scheduling, security context, Pod
+	// metadata, pull secrets, proxy) is rolling out on a store that was
+	// Ready before.
 	PhaseUpgrading KeyValueStorePhase = "Upgrading"
 	// PhaseDegraded: the store was ready and has lost ready replicas.
 	PhaseDegraded KeyValueStorePhase = "Degraded"

@@ -515,6 +515,8 @@ func autoConvert_v1beta1_KeyValueStoreSpec_To_kvstore_KeyValueStoreSpec(in *KeyV
 	out.Scheduling = (*kvstore.Scheduling)(unsafe.Pointer(in.Scheduling))
 	out.PodMetadata = (*kvstore.PodMetadata)(unsafe.Pointer(in.PodMetadata))
 	out.ImagePullSecrets = *(*[]kvstore.LocalSecretReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.Args = *(*[]string)(unsafe.Pointer(&in.Args))
+	out.EnvFrom = *(*[]kvstore.EnvFromSource)(unsafe.Pointer(&in.EnvFrom))
 	return nil
 }
 
@@ -540,6 +542,8 @@ func autoConvert_kvstore_KeyValueStoreSpec_To_v1beta1_KeyValueStoreSpec(in *kvst
 	out.Scheduling = (*Scheduling)(unsafe.Pointer(in.Scheduling))
 	out.PodMetadata = (*PodMetadata)(unsafe.Pointer(in.PodMetadata))
 	out.ImagePullSecrets = *(*[]LocalSecretReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.Args = *(*[]string)(unsafe.Pointer(&in.Args))
+	out.EnvFrom = *(*[]EnvFromSource)(unsafe.Pointer(&in.EnvFrom))
 	return nil
 }
 

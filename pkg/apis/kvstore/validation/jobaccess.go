@@ -8,8 +8,9 @@ import (
 )
 
 const (
-	// maxEnvFromSources bounds a Job's envFrom: credentials and an address
-	// take a few, and each is one more object the kubelet reads per Pod.
+	// maxEnvFromSources bounds a container's envFrom: credentials and an
+	// address take a few, and each is one more object the kubelet reads
+	// per Pod.
 	maxEnvFromSources = 16
 	// maxEnvPrefixLength bounds an envFrom prefix, which kube-apiserver
 	// leaves to the object's size.
@@ -25,12 +26,17 @@ func validateJobAccess(serviceAccountName string, envFrom []kvstore.EnvFromSourc
 	if serviceAccountName != "" {
 		allErrs = append(allErrs, validateDNSSubdomain(serviceAccountName, fldPath.Child("serviceAccountName"))...)
 	}
-	envFromPath := fldPath.Child("envFrom")
+	return append(allErrs, validateEnvFrom(envFrom, fldPath.Child("envFrom"))...)
+}
+
+// validateEnvFrom checks a container's envFrom as kube-apiserver does.
+func validateEnvFrom(envFrom []kvstore.EnvFromSource, fldPath *field.Path) field.ErrorList {
 	if n := len(envFrom); n > maxEnvFromSources {
-		return append(allErrs, field.TooMany(envFromPath, n, maxEnvFromSources))
+		return field.ErrorList{field.TooMany(fldPath, n, maxEnvFromSources)}
 	}
+	var allErrs field.ErrorList
 	for i, s := range envFrom {
-		allErrs = append(allErrs, validateEnvFromSource(s, envFromPath.Index(i))...)
+		allErrs = append(allErrs, validateEnvFromSource(s, fldPath.Index(i))...)
 	}
 	return allErrs
 }

@@ -296,6 +296,8 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	allErrs = append(allErrs, validateScheduling(spec.Scheduling, fldPath.Child("scheduling"))...)
 	allErrs = append(allErrs, validatePodMetadata(spec.PodMetadata, fldPath.Child("podMetadata"))...)
 	allErrs = append(allErrs, validateImagePullSecrets(spec.ImagePullSecrets, fldPath.Child("imagePullSecrets"))...)
+	allErrs = append(allErrs, validateArgv(spec.Args, false, fldPath.Child("args"))...)
+	allErrs = append(allErrs, validateEnvFrom(spec.EnvFrom, fldPath.Child("envFrom"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,
@@ -313,18 +315,24 @@ func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path
 		}
 		return nil
 	}
-	if n := len(command); n > MaxBackupCommandEntries {
+	return validateArgv(command, true, fldPath)
+}
+
+// validateArgv checks a command's or arguments' size limits and
+// characters; a command's first entry, the program, must not be empty.
+func validateArgv(argv []string, isCommand bool, fldPath *field.Path) field.ErrorList {
+	if n := len(argv); n > MaxBackupCommandEntries {
 		// One error, not one per oversized entry of an oversized list.
 		return field.ErrorList{field.TooMany(fldPath, n, MaxBackupCommandEntries)}
 	}
 	var allErrs field.ErrorList
 	total := 0
-	for i, arg := range command {
+	for i, arg := range argv {
 		total += len(arg)
 		switch {
 		case len(arg) > MaxBackupCommandEntryBytes:
 			allErrs = append(allErrs, field.TooLong(fldPath.Index(i), arg, MaxBackupCommandEntryBytes))
-		case i == 0 && arg == "":
+		case isCommand && i == 0 && arg == "":
 			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg, "must not be empty"))
 		case !printable(arg):
 			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), arg,
@@ -332,7 +340,7 @@ func validateBackupCommand(command []string, unchanged bool, fldPath *field.Path
 		}
 	}
 	if total > MaxBackupCommandBytes {
-		tooLong := field.TooLong(fldPath, command, MaxBackupCommandBytes)
+		tooLong := field.TooLong(fldPath, argv, MaxBackupCommandBytes)
 		tooLong.Detail = fmt.Sprintf("all entries together may not be more than %d bytes", MaxBackupCommandBytes)
 		allErrs = append(allErrs, tooLong)
 	}

@@ -593,6 +593,46 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want: expect(tooMany("spec.backup.envFrom")),
 		},
 
+		// spec.args and spec.envFrom: the data container's configuration,
+		// checked as a command's entries (an empty first one allowed) and
+		// as the Jobs' envFrom.
+		{
+			name: "data container configuration",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Args = []string{"", "--maxmemory", "1gb", "--requirepass", "$(PASSWORD)", "multi\nline\ttab"}
+				k.Spec.EnvFrom = []kvstore.EnvFromSource{secretEnv("redis", ""), configMapEnv("tuning", "T_")}
+			},
+		},
+		{
+			name: "data container configuration invalid",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Args = []string{"ok", "bell\a", strings.Repeat("a", 4097), "\xff"}
+				k.Spec.EnvFrom = []kvstore.EnvFromSource{{Prefix: "P_"}, secretEnv("Not_A_Name", "")}
+			},
+			want: expect(
+				invalid("spec.args[1]"),
+				tooLong("spec.args[2]"),
+				invalid("spec.args[3]"),
+				required("spec.envFrom[0]"),
+				invalid("spec.envFrom[1].secretRef.name"),
+			),
+		},
+		{
+			name: "data container configuration too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Args = slices.Repeat([]string{"-v"}, 65)
+				k.Spec.EnvFrom = slices.Repeat([]kvstore.EnvFromSource{secretEnv("s", "")}, 17)
+			},
+			want: expect(tooMany("spec.args"), tooMany("spec.envFrom")),
+		},
+		{
+			name: "data container arguments too long together",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Args = slices.Repeat([]string{strings.Repeat("a", 4096)}, 9)
+			},
+			want: expect(tooLong("spec.args")),
+		},
+
 		// spec.podMetadata: labels and annotations as on a Pod, without the
 		// keys the controller and Kubernetes' controllers set.
 		{

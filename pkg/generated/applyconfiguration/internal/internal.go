@@ -416,12 +416,24 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: io.kvstore.v1alpha1.KeyValueStoreSpec
   map:
     fields:
+    - name: args
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: backup
       type:
         namedType: io.kvstore.v1alpha1.BackupSpec
     - name: bootstrap
       type:
         namedType: io.kvstore.v1alpha1.BootstrapSpec
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1alpha1.EnvFromSource
+          elementRelationship: atomic
     - name: image
       type:
         scalar: string
@@ -779,12 +791,24 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: io.kvstore.v1beta1.KeyValueStoreSpec
   map:
     fields:
+    - name: args
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: backup
       type:
         namedType: io.kvstore.v1beta1.BackupSpec
     - name: bootstrap
       type:
         namedType: io.kvstore.v1beta1.BootstrapSpec
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.kvstore.v1beta1.EnvFromSource
+          elementRelationship: atomic
     - name: image
       type:
         scalar: string

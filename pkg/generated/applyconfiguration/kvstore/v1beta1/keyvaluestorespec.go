@@ -89,6 +89,24 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// DNS-1123 subdomain. Changing them rolls the data replicas one Pod at
 	// a time, and the proxy.
 	ImagePullSecrets []LocalSecretReferenceApplyConfiguration `json:"imagePullSecrets,omitempty"`
+	// Args are the data container's arguments, after its image's
+	// entrypoint (the store's configuration: --maxmemory 1gb, say), as a
+	// container's args: $(VAR) is replaced by the variable VAR of envFrom.
+	// Everyone who may read the store reads them: keep secrets in envFrom.
+	// At most 64 entries, each at most 4096 bytes and 32768 bytes in all;
+	// each entry is UTF-8 text without control characters other than tab,
+	// newline and carriage return, and without U+FFFE or U+FFFF. Unset: the
+	// image's default arguments. Changing them rolls the data replicas one
+	// Pod at a time.
+	Args []string `json:"args,omitempty"`
+	// EnvFrom fills the data container's environment from Secrets or
+	// ConfigMaps of the store's namespace (a password args names as
+	// $(VAR), say), as a container's envFrom does: later sources win over
+	// earlier ones. At most 16 entries. A source that is missing, and not
+	// optional, keeps a replica from starting. Changing the list rolls the
+	// data replicas one Pod at a time; a change of a Secret's or
+	// ConfigMap's contents does not (replicas read them when they start).
+	EnvFrom []EnvFromSourceApplyConfiguration `json:"envFrom,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -210,6 +228,29 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithImagePullSecrets(values ...*Lo
 			panic("nil value passed to WithImagePullSecrets")
 		}
 		b.ImagePullSecrets = append(b.ImagePullSecrets, *values[i])
+	}
+	return b
+}
+
+// WithArgs adds the given value to the Args field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Args field.
+func (b *KeyValueStoreSpecApplyConfiguration) WithArgs(values ...string) *KeyValueStoreSpecApplyConfiguration {
+	for i := range values {
+		b.Args = append(b.Args, values[i])
+	}
+	return b
+}
+
+// WithEnvFrom adds the given value to the EnvFrom field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EnvFrom field.
+func (b *KeyValueStoreSpecApplyConfiguration) WithEnvFrom(values ...*EnvFromSourceApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithEnvFrom")
+		}
+		b.EnvFrom = append(b.EnvFrom, *values[i])
 	}
 	return b
 }
