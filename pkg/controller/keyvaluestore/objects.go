@@ -534,11 +534,11 @@ func antiAffinity(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.Affin
 
 // spreadConstraints are spec.scheduling's topology spread constraints for a
 // component's Pods, each counting the component's Pods of this store (by
-// podSelector: not another application's of the same instance name). The
-// proxy's count only those of its Deployment's newest template (as
-// Kubernetes advises for a Deployment), so a rolling update spreads the new
-// Pods among themselves; a data replica counts every replica, whatever its
-// revision, as a StatefulSet replaces them one at a time.
+// podSelector: not another application's of the same instance name),
+// whatever their revision. Not matchLabelKeys for the proxy's template
+// hash: where kube-apiserver's MatchLabelKeysInPodTopologySpread gate is
+// off it drops the field from the template, and every pass would apply
+// the Deployment again.
 func spreadConstraints(kvs *v1alpha1.KeyValueStore, component string) []*corev1ac.TopologySpreadConstraintApplyConfiguration {
 	s := kvs.Spec.Scheduling
 	if s == nil {
@@ -553,9 +553,6 @@ func spreadConstraints(kvs *v1alpha1.KeyValueStore, component string) []*corev1a
 			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(podSelector(kvs, component)))
 		if c.MinDomains != nil {
 			tsc.WithMinDomains(*c.MinDomains)
-		}
-		if component == ComponentProxy {
-			tsc.WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey)
 		}
 		out = append(out, tsc)
 	}

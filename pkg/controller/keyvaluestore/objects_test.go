@@ -342,7 +342,7 @@ func TestTheDataContainerRunsWithTheStoresConfiguration(t *testing.T) {
 
 // The data replicas and the proxy's Pods spread as spec.scheduling's
 // topology spread constraints say, each counting its own component of this
-// store; the proxy's only its newest template's Pods. Jobs do not spread.
+// store. Jobs do not spread.
 // A store without constraints keeps Pods without, as before the field
 // existed.
 func TestPodsSpreadAsTheStoreSays(t *testing.T) {
@@ -354,19 +354,19 @@ func TestPodsSpreadAsTheStoreSays(t *testing.T) {
 		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: v1alpha1.DoNotSchedule, MinDomains: ptr.To[int32](3)},
 		{MaxSkew: 2, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: v1alpha1.ScheduleAnyway},
 	}}
-	spread := func(component string, matchLabelKeys ...string) []corev1ac.TopologySpreadConstraintApplyConfiguration {
+	spread := func(component string) []corev1ac.TopologySpreadConstraintApplyConfiguration {
 		selector := metav1ac.LabelSelector().WithMatchLabels(map[string]string{
 			LabelName: appName, LabelInstance: kvs.Name, LabelComponent: component})
 		return []corev1ac.TopologySpreadConstraintApplyConfiguration{
 			{MaxSkew: ptr.To[int32](1), TopologyKey: ptr.To(corev1.LabelTopologyZone), WhenUnsatisfiable: ptr.To(corev1.DoNotSchedule),
-				MinDomains: ptr.To[int32](3), LabelSelector: selector, MatchLabelKeys: matchLabelKeys},
+				MinDomains: ptr.To[int32](3), LabelSelector: selector},
 			{MaxSkew: ptr.To[int32](2), TopologyKey: ptr.To(corev1.LabelHostname), WhenUnsatisfiable: ptr.To(corev1.ScheduleAnyway),
-				LabelSelector: selector, MatchLabelKeys: matchLabelKeys},
+				LabelSelector: selector},
 		}
 	}
 	pods := templates(kvs)
 	assert.Equal(t, spread(ComponentData), pods["data"].TopologySpreadConstraints)
-	assert.Equal(t, spread(ComponentProxy, appsv1.DefaultDeploymentUniqueLabelKey), pods["proxy"].TopologySpreadConstraints)
+	assert.Equal(t, spread(ComponentProxy), pods["proxy"].TopologySpreadConstraints)
 	assert.Nil(t, pods["backup"].TopologySpreadConstraints)
 	assert.Nil(t, pods["bootstrap"].TopologySpreadConstraints)
 }

@@ -211,10 +211,12 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 	return result{requeueAfter: wait, slot: wait}, nil
 }
 
-// recordScheduleRefusal tells on the store, with one Warning event, that
-// the backup of slot was refused.
+// recordScheduleRefusal tells on the store that the backup of slot was
+// refused, with a Warning event when it was not refused before (not one
+// per slot, nor per change of the quota's usage in the message).
 func (c *Controller) recordScheduleRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time, refusal error) error {
-	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
+	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	told := before != nil && before.Reason == ReasonScheduledBackupRefused
 	msg := fmt.Sprintf("the backup of the slot at %s was refused: %v; tried again every 30 s. Deleting backups, lowering spec.backup.keep or raising the quota makes room",
 		slot.UTC().Format(time.RFC3339), errors.Unwrap(refusal))
 	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
@@ -223,8 +225,8 @@ func (c *Controller) recordScheduleRefusal(ctx context.Context, kvs *v1alpha1.Ke
 			Status: metav1.ConditionFalse, Reason: ReasonScheduledBackupRefused, Message: msg, ObservedGeneration: k.Generation})
 		return st
 	})
-	if err == nil {
-		c.recordScheduledBackupEvent(kvs, before)
+	if err == nil && !told {
+		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonScheduledBackupRefused, msg)
 	}
 	return err
 }

@@ -522,8 +522,10 @@ func TestAScheduledBackupRefusedByAQuotaIsToldAndRetentionRuns(t *testing.T) {
 		}
 		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("keyvaluestorebackups"), scheduledBackupName(kvs, testNow), errors.New(refusal))
 	})
+	told := 0 // f.events drains what was recorded
 	warnings := func() int {
-		return strings.Count(strings.Join(f.events(), "\n"), "Warning "+ReasonScheduledBackupRefused)
+		told += strings.Count(strings.Join(f.events(), "\n"), "Warning "+ReasonScheduledBackupRefused)
+		return told
 	}
 	for range 2 {
 		res, err := f.sync(f.stored(kvs))
@@ -541,12 +543,21 @@ func TestAScheduledBackupRefusedByAQuotaIsToldAndRetentionRuns(t *testing.T) {
 		f.refreshCache("ns")
 	}
 	assert.Equal(t, 1, warnings(), "told once")
-
-	refused = false
+	// Nor again for each later slot refused (found by review: a minutely
+	// schedule under a full quota told it 1440 times a day).
+	f.now = f.now.Add(time.Hour)
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
+	assert.Contains(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).Message,
+		"the backup of the slot at 2026-11-30T13:00:00Z was refused")
+	assert.Equal(t, 1, warnings(), "told once, not per slot")
+	f.refreshCache("ns")
+
+	refused = false
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
 	_, own := f.writes()
-	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, testNow))
+	assert.Contains(t, own, "create keyvaluestorebackups "+scheduledBackupName(kvs, testNow.Add(time.Hour)))
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
