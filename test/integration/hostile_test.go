@@ -357,6 +357,14 @@ func TestHostileInput(t *testing.T) {
 		{"strategic merge patch, unknown directive", patch("", types.StrategicMergePatchType, []byte(`{"spec":{"$patch":"explode"}}`)), badRequest, ""},
 		{"strategic merge patch, retainKeys of a non-list", patch("", types.StrategicMergePatchType, []byte(`{"spec":{"$retainKeys":7}}`)), badRequest, ""},
 		{"strategic merge patch, element order of a non-list", patch("", types.StrategicMergePatchType, []byte(`{"metadata":{"$setElementOrder/finalizers":{"a":1}}}`)), badRequest, ""},
+		// An element order for a list of objects without a merge key
+		// (an atomic list) panics in k8s.io/apimachinery's merge
+		// (comparing maps): served as 500, or 503 through the aggregator,
+		// with a stack trace in the log (found by review).
+		{"strategic merge patch, element order of an atomic list of objects", patch("", types.StrategicMergePatchType, []byte(
+			`{"spec":{"$setElementOrder/imagePullSecrets":[{"name":"a"}],"imagePullSecrets":[{"name":"a"}]}}`)), badRequest, ""},
+		{"strategic merge patch, element order of the data container's envFrom", patch("", types.StrategicMergePatchType, []byte(
+			`{"spec":{"$setElementOrder/envFrom":[{"prefix":"a"}],"envFrom":[{"prefix":"a","secretRef":{"name":"s"}}]}}`)), badRequest, ""},
 		{"strategic merge patch to /status, a list", patch("status", types.StrategicMergePatchType, []byte(`[{"status":{}}]`)), badRequest, ""},
 		{"apply, not YAML", patch("", types.ApplyYAMLPatchType, []byte("a: : :\n\t- b")).withQuery("fieldManager=a"), badRequest, ""},
 		{"apply, no field manager", patch("", types.ApplyYAMLPatchType, valid), unprocessable, "fieldManager"},
