@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
@@ -176,13 +175,13 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 }
 
 // spreadWarnings say, when a running store gains a DoNotSchedule spread
-// constraint, that it moves no replica: one whose volume is bound to a
-// zone the constraint now rules out stays Pending when the rollout
-// replaces its Pod.
+// constraint or one is tightened, that it moves no replica: one whose
+// volume is bound to a zone the constraint now rules out stays Pending
+// when the rollout replaces its Pod.
 func spreadWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 	if !slices.ContainsFunc(spreadConstraints(spec), func(c kvstore.TopologySpreadConstraint) bool {
 		return c.WhenUnsatisfiable == kvstore.DoNotSchedule && !slices.ContainsFunc(spreadConstraints(old), func(o kvstore.TopologySpreadConstraint) bool {
-			return o.MaxSkew == c.MaxSkew && o.TopologyKey == c.TopologyKey && o.WhenUnsatisfiable == c.WhenUnsatisfiable && ptr.Equal(o.MinDomains, c.MinDomains)
+			return loosens(c, o)
 		})
 	}) {
 		return nil
@@ -190,6 +189,14 @@ func spreadWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 	return []string{"spec.scheduling.topologySpreadConstraints: a DoNotSchedule constraint moves no replica's volume; " +
 		"a replica whose volume is bound to a zone or node the constraint rules out stays Pending when the rollout replaces its Pod, " +
 		"one replica down, until the constraint is relaxed (ScheduleAnyway) or removed"}
+}
+
+// loosens says DoNotSchedule constraint c allows every placement o
+// allowed: o is of the same domains and refuses too, with no larger skew
+// allowed and at least as many domains asked for.
+func loosens(c, o kvstore.TopologySpreadConstraint) bool {
+	return o.WhenUnsatisfiable == kvstore.DoNotSchedule && o.TopologyKey == c.TopologyKey && c.MaxSkew >= o.MaxSkew &&
+		(c.MinDomains == nil || o.MinDomains != nil && *c.MinDomains <= *o.MinDomains)
 }
 
 func spreadConstraints(spec *kvstore.KeyValueStoreSpec) []kvstore.TopologySpreadConstraint {

@@ -689,9 +689,29 @@ func TestWarningOnSpreadAddedToARunningStore(t *testing.T) {
 		spec.Replicas = ptr.To[int32](5)
 		spec.Scheduling.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](3) // the same, decoded anew
 	}), "kept")
-	assert.Empty(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
-		spec.Scheduling.TopologySpreadConstraints[0].WhenUnsatisfiable = kvstore.ScheduleAnyway
-	}), "relaxed")
+	for name, relax := range map[string]func(*kvstore.TopologySpreadConstraint){
+		"ScheduleAnyway":     func(c *kvstore.TopologySpreadConstraint) { c.WhenUnsatisfiable = kvstore.ScheduleAnyway },
+		"maxSkew raised":     func(c *kvstore.TopologySpreadConstraint) { c.MaxSkew = 2 },
+		"minDomains removed": func(c *kvstore.TopologySpreadConstraint) { c.MinDomains = nil },
+		"minDomains lowered": func(c *kvstore.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](2) },
+	} {
+		// Found by review: only ScheduleAnyway was silent.
+		assert.Empty(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) { relax(&spec.Scheduling.TopologySpreadConstraints[0]) }), "relaxed: "+name)
+	}
+	for name, tighten := range map[string]func(*kvstore.TopologySpreadConstraint){
+		"minDomains raised": func(c *kvstore.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](4) },
+		"another key":       func(c *kvstore.TopologySpreadConstraint) { c.TopologyKey = "kubernetes.io/hostname" },
+	} {
+		assert.Len(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) { tighten(&spec.Scheduling.TopologySpreadConstraints[0]) }), 1, "tightened: "+name)
+	}
+	obj.Spec.Scheduling.TopologySpreadConstraints[0].MinDomains = nil
+	assert.Len(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Scheduling.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](2)
+	}), 1, "tightened: minDomains set")
+	obj.Spec.Scheduling.TopologySpreadConstraints[0].MaxSkew = 2
+	assert.Len(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Scheduling.TopologySpreadConstraints[0].MaxSkew = 1
+	}), 1, "tightened: maxSkew lowered")
 
 	running := storedKVS()
 	warnings := update(running, func(spec *kvstore.KeyValueStoreSpec) {
