@@ -95,13 +95,19 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	}
 	var inTheWay *objectInTheWayError
 	errors.As(applyErr, &inTheWay)
-	before := kvs.Status.Phase
-	progressing := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
-	bootstrapped := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
-	scheduled := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
 	failure := c.replicaFailure(kvs, sts, proxy)
-	storageResized := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionStorageResized).DeepCopy()
+	// What the status said before the write, to tell what it changed: of
+	// the object the write goes over, which after a conflict is the
+	// server's, maybe already written by a pass since the cached copy
+	// (each change would otherwise be told twice).
+	var before v1alpha1.KeyValueStorePhase
+	var progressing, bootstrapped, scheduled, storageResized *metav1.Condition
 	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+		before = k.Status.Phase
+		progressing = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
+		bootstrapped = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
+		scheduled = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
+		storageResized = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionStorageResized).DeepCopy()
 		if k.Generation != applied {
 			// The spec changed since the apply (a conflict brought the new
 			// one): its own sync, already queued, applies and reports it.

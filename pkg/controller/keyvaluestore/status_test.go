@@ -485,3 +485,41 @@ func TestTheDegradedEventSaysWhatWasLost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"Warning Degraded Phase Ready -> Degraded: only 2/3 data replicas ready"}, f.events())
 }
+
+// A phase change is told once: a pass that started from a cached store
+// older than the last status write, and whose own write conflicted, wrote
+// nothing new over the fresh store, and must not tell the change again
+// (found by review: every rollout told "Ready -> Upgrading" twice).
+func TestAPhaseChangeIsToldOnceWhenAStaleWriteConflicts(t *testing.T) {
+	f, kvs := readyStore(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhaseUpgrading, f.stored(kvs).Status.Phase)
+	require.Len(t, f.phaseEvents(), 1)
+
+	// The cache still has the store Ready; its write conflicts once.
+	conflicted := false
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
+	})
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.True(t, conflicted)
+	assert.Empty(t, f.phaseEvents(), "told again")
+}
+
+// phaseEvents are the phase-change events recorded since the last drain.
+func (f *fixture) phaseEvents() []string {
+	var out []string
+	for _, e := range f.events() {
+		if strings.Contains(e, "Phase ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
