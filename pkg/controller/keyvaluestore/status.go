@@ -61,7 +61,11 @@ func observe(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, proxy *appsv1
 	if sts != nil {
 		st.Replicas = sts.Status.Replicas
 		st.ReadyReplicas = min(sts.Status.ReadyReplicas, st.Replicas)
-		st.UpdatedReplicas = min(sts.Status.UpdatedReplicas, st.Replicas)
+		if sts.Status.ObservedGeneration >= sts.Generation {
+			// Before, its status counts the replicas of a template since
+			// replaced: none is known to run the new one yet.
+			st.UpdatedReplicas = min(sts.Status.UpdatedReplicas, st.Replicas)
+		}
 	}
 	st.ProxyReadyReplicas = 0
 	if proxy != nil {

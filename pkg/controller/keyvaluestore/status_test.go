@@ -523,3 +523,21 @@ func (f *fixture) phaseEvents() []string {
 	}
 	return out
 }
+
+// Until the StatefulSet controller has seen the new template, none of the
+// replicas is known to run it: the rollout starts at 0/N updated, as
+// kubectl rollout status reads it. Before, the first Upgrading event of
+// every rollout said "3/3 replicas updated" from the previous revision's
+// status (found by live review).
+func TestARolloutStartsWithNoReplicaUpdated(t *testing.T) {
+	kvs := newStore()
+	wasReadyAt(kvs, 1)
+	kvs.Generation = 2
+	sts := readySts("redis:7.3", 3)
+	sts.Generation = 3 // just applied; its status is still of generation 2
+	st := observe(kvs, sts, nil, nil, bootstrapState{done: true}, nil)
+	assert.Equal(t, v1alpha1.PhaseUpgrading, st.Phase)
+	assert.Zero(t, st.UpdatedReplicas)
+	assert.Equal(t, "rolling out generation 2: 0/3 replicas updated",
+		meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing).Message)
+}
