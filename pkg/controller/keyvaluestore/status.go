@@ -354,17 +354,21 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 
 // setCondition records cond in status, and reports whether it changed
 // anything but lastTransitionTime (so that its event is sent once).
+// Judged on the object the write goes over: the server's after a
+// conflict, which a pass since the cached copy may have written already.
 func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (bool, error) {
-	cond.ObservedGeneration = kvs.Generation
-	if sameCondition(meta.FindStatusCondition(kvs.Status.Conditions, cond.Type), &cond) {
-		return false, nil
-	}
-	return true, c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		st := *k.Status.DeepCopy()
+	changed := false
+	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		cond.ObservedGeneration = k.Generation
+		changed = !sameCondition(meta.FindStatusCondition(k.Status.Conditions, cond.Type), &cond)
+		if !changed {
+			return k.Status
+		}
+		st := *k.Status.DeepCopy()
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
 	})
+	return changed && err == nil, err
 }
 
 // sameCondition: equal but for lastTransitionTime (nil equals only nil).

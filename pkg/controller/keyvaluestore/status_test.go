@@ -3,12 +3,14 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -499,18 +501,80 @@ func TestAPhaseChangeIsToldOnceWhenAStaleWriteConflicts(t *testing.T) {
 	require.Len(t, f.phaseEvents(), 1)
 
 	// The cache still has the store Ready; its write conflicts once.
-	conflicted := false
-	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" || conflicted {
-			return false, nil, nil
-		}
-		conflicted = true
-		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
-	})
+	conflicted := f.statusWriteConflictsOnce(kvs)
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	require.True(t, conflicted)
+	require.True(t, *conflicted)
 	assert.Empty(t, f.phaseEvents(), "told again")
+}
+
+// The same in a teardown: its step's write, conflicting on a cached store
+// older than the last pass's write, tells "Ready -> Terminating" once, and
+// a Final backup's success once (found by review).
+func TestATeardownToldOnceWhenAStaleWriteConflicts(t *testing.T) {
+	f, kvs := readyStore(t, withBackup)
+	k := f.stored(kvs)
+	deleting(k)
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	_, err = f.sync(k)
+	require.NoError(t, err)
+	require.Equal(t, v1alpha1.PhaseTerminating, f.stored(kvs).Status.Phase)
+	require.Len(t, f.phaseEvents(), 1)
+
+	conflicted := f.statusWriteConflictsOnce(kvs)
+	_, err = f.sync(k)
+	require.NoError(t, err)
+	require.True(t, *conflicted)
+	assert.Empty(t, f.phaseEvents(), "told again")
+
+}
+
+// A Final backup's success is told once: a pass from a cached store older
+// than the write that recorded it, whose own write conflicts, records
+// nothing new and tells nothing (found by review).
+func TestAFinalBackupToldOnceWhenAStaleWriteConflicts(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	f := newFixture(t, kvs)
+	f.passes(kvs, 2)
+	f.finishJob("s-final-uid1-1", batchv1.JobComplete)
+	succeeded := 0
+	told := func() int {
+		succeeded += len(slices.DeleteFunc(f.events(), func(e string) bool { return !strings.Contains(e, "Normal "+ReasonBackupSucceeded) }))
+		return succeeded
+	}
+	for range 4 {
+		if meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded) {
+			break
+		}
+		f.refreshCache("ns")
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	require.True(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded))
+	require.Equal(t, 1, told())
+
+	// The cache still has the store without the record.
+	conflicted := f.statusWriteConflictsOnce(kvs)
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.True(t, *conflicted)
+	assert.Equal(t, 1, told(), "told again")
+}
+
+// statusWriteConflictsOnce makes the next status write of kvs conflict,
+// as when another pass wrote the store first; it says whether one did.
+func (f *fixture) statusWriteConflictsOnce(kvs *v1alpha1.KeyValueStore) *bool {
+	conflicted := new(bool)
+	f.kvs.PrependReactor("update", "keyvaluestores", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || *conflicted {
+			return false, nil, nil
+		}
+		*conflicted = true
+		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), kvs.Name, errors.New("the object has been modified"))
+	})
+	return conflicted
 }
 
 // phaseEvents are the phase-change events recorded since the last drain.
