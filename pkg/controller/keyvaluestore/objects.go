@@ -60,6 +60,10 @@ const (
 	backupUIDAnnotation = v1alpha1.GroupName + "/backup-uid"
 	// slotAnnotation is the schedule slot (RFC 3339, UTC) of a Scheduled backup.
 	slotAnnotation = v1alpha1.GroupName + "/scheduled-at"
+	// readyReplicasAnnotation is, on the data StatefulSet, how many
+	// replicas it last ran all ready on one revision: those that held data
+	// then (see replicaMissing).
+	readyReplicasAnnotation = v1alpha1.GroupName + "/ready-replicas"
 )
 
 // appName is the value of LabelName on everything of a store's.

@@ -76,7 +76,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		paused = c.viewPaused(kvs, sts, proxy)
 	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
-		if applyErr == nil {
+		if applyErr == nil && sts != nil && ours(sts, kvs) {
+			sts, rolloutErr = c.rememberReadyReplicas(ctx, kvs, sts)
+		}
+		if applyErr == nil && rolloutErr == nil {
 			rolloutErr = c.replaceStuckPod(ctx, kvs, sts)
 		}
 		// Also while a scale-up is held or another object refused: the

@@ -2,13 +2,16 @@ package keyvaluestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -134,9 +137,11 @@ func partitioned(sts *appsv1.StatefulSet) bool {
 }
 
 // replicaMissing says a replica that holds data has no Pod: an ordinal
-// below the StatefulSet's replicas with a claim and no Pod of the
-// StatefulSet (deleted to be updated, not made again yet). An ordinal with
-// no claim is one a scale-up adds, which never ran.
+// with a claim and no Pod of the StatefulSet (deleted to be updated, not
+// made again yet), below both its replicas and those it last ran all ready
+// (readyReplicasAnnotation; without it, its replicas). An ordinal with no
+// claim is one a scale-up adds, which never ran; so is one above the
+// replicas last run ready, whose claim a scale-down kept.
 func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, pods []*corev1.Pod) bool {
 	have := sets.New[int]()
 	for _, p := range pods {
@@ -144,12 +149,41 @@ func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 			have.Insert(ordinal(p))
 		}
 	}
-	for i := range ptr.Deref(sts.Spec.Replicas, 1) {
+	held := ptr.Deref(sts.Spec.Replicas, 1)
+	if n, err := strconv.ParseInt(sts.Annotations[readyReplicasAnnotation], 10, 32); err == nil {
+		held = min(held, int32(n))
+	}
+	for i := range held {
 		if !have.Has(int(i)) && c.cachedClaim(kvs, i) != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// rememberReadyReplicas records on the data StatefulSet, once it runs all
+// its replicas ready on one revision, how many that is
+// (readyReplicasAnnotation), with a merge patch: the annotation is not part
+// of what the controller applies, so an apply leaves it. Only where it
+// tells something: a claim above them, kept by a scale-down, or an
+// earlier count to correct; a store never scaled down costs no write.
+func (c *Controller) rememberReadyReplicas(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	n := ptr.Deref(sts.Spec.Replicas, 1)
+	recorded, ok := sts.Annotations[readyReplicasAnnotation]
+	if sts.DeletionTimestamp != nil || !statefulSetReady(sts, "", n) || recorded == strconv.Itoa(int(n)) ||
+		!ok && c.cachedClaim(kvs, n) == nil {
+		return sts, nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": sts.UID, "annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(n))}}})
+	if err != nil {
+		return sts, err
+	}
+	updated, err := c.kube.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return sts, fmt.Errorf("record the ready replicas of StatefulSet %s: %w", sts.Name, err)
+	}
+	return updated, nil
 }
 
 // beingCreated says the StatefulSet is about to create one of its Pods (a

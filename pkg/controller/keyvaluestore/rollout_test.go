@@ -3,6 +3,7 @@ package keyvaluestore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -370,6 +371,40 @@ func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
 		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
 		assert.Empty(t, f.deletedPods())
 	})
+	// Found by review of the rule: claims a scale-down kept (replicas 3
+	// and 4 of a store scaled from 5 to 3) are no replicas down when a
+	// scale-up back to 5 comes with a bad image, then fixed: replica 3 is
+	// replaced. Without the count the set last ran ready (a StatefulSet
+	// of an earlier release), the rule errs toward waiting.
+	t.Run("a scale-up onto claims a scale-down kept", func(t *testing.T) {
+		for recorded, deleted := range map[string][]string{"3": {"s-3 uid=pod-s-3 rv=5"}, "": nil} {
+			f, kvs := interrupted(t)
+			f.setPod(kvs, 1, func(p *corev1.Pod) {
+				p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a"
+				p.Status.Conditions[0].Status = corev1.ConditionTrue
+				p.Status.ContainerStatuses = nil
+			})
+			f.setPod(kvs, 2, func(p *corev1.Pod) {
+				p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a"
+				p.Status.Conditions[0].Status = corev1.ConditionTrue
+			})
+			stuck := revisionPod(kvs, f.statefulSet(kvs), 3, "b", false)
+			stuck.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+			f.addPod(stuck)
+			f.cache(newClaim(kvs, dataClaimName(kvs, 3), testNow))
+			f.cache(newClaim(kvs, dataClaimName(kvs, 4), testNow))
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+				s.Spec.Replicas = ptr.To[int32](5)
+				if recorded != "" {
+					s.Annotations = map[string]string{readyReplicasAnnotation: recorded}
+				}
+			})
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+			f.kube.ClearActions()
+			require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+			assert.Equal(t, deleted, f.deletedPods(), "ready replicas recorded: %q", recorded)
+		}
+	})
 	t.Run("a replica added by a scale-up", func(t *testing.T) {
 		f, kvs := interrupted(t)
 		f.setPod(kvs, 2, func(p *corev1.Pod) {
@@ -381,6 +416,43 @@ func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
 		f.kube.ClearActions()
 		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
 		assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods())
+	})
+}
+
+// The count of replicas the set last ran all ready is recorded on the
+// StatefulSet once it runs them ready, only where it tells something: a
+// claim above them (kept by a scale-down), or an earlier count to correct.
+func TestTheReplicasLastRunReadyAreRecorded(t *testing.T) {
+	patched := func(f *fixture) []string {
+		kube, _ := f.writes()
+		return slices.DeleteFunc(kube, func(w string) bool { return w != "patch statefulsets s" })
+	}
+	t.Run("never scaled down", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Empty(t, patched(f), "no write for a store never scaled down")
+		assert.NotContains(t, f.statefulSet(kvs).Annotations, readyReplicasAnnotation)
+	})
+	t.Run("a claim kept above", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		f.cache(newClaim(kvs, dataClaimName(kvs, 3), testNow))
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"patch statefulsets s"}, patched(f))
+		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
+		f.refreshCache("ns")
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Empty(t, patched(f), "recorded once")
+	})
+	t.Run("an earlier count", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{readyReplicasAnnotation: "5"} })
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
 	})
 }
 
