@@ -261,6 +261,20 @@ func TestAStuckRolloutWaitsOnlyForAPodBeingRecreated(t *testing.T) {
 	})
 }
 
+// interruptRollout makes the stuck rollout one from A to B interrupted
+// by C: the StatefulSet's current revision is a and its update revision
+// c, s-0 runs a, and s-1, on b, crash-loops (it may be good and crashed
+// once). s-2 is left to the test.
+func (f *fixture) interruptRollout(kvs *v1alpha1.KeyValueStore) {
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "a", "c" })
+	f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
+	f.setPod(kvs, 1, func(p *corev1.Pod) {
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+		p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
+	})
+}
+
 // statefulSet is the store's StatefulSet on the fake server.
 func (f *fixture) statefulSet(kvs *v1alpha1.KeyValueStore) *appsv1.StatefulSet {
 	f.t.Helper()
@@ -313,13 +327,7 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 		// replicas down (found by review). Only a Pod that alone holds up
 		// the rollout is replaced.
 		"another Pod is not ready either": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
-			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "a", "c" })
-			f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
-			f.setPod(kvs, 1, func(p *corev1.Pod) {
-				p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
-				p.Status.Conditions[0].Status = corev1.ConditionFalse
-				p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
-			})
+			f.interruptRollout(kvs)
 			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "c" })
 		},
 		"the Pod runs the current revision of a rollout to a bad image": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
@@ -352,13 +360,7 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
 	interrupted := func(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
 		f, kvs := stuckRollout(t)
-		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "a", "c" })
-		f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
-		f.setPod(kvs, 1, func(p *corev1.Pod) {
-			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
-			p.Status.Conditions[0].Status = corev1.ConditionFalse
-			p.Status.ContainerStatuses = waiting("CrashLoopBackOff")
-		})
+		f.interruptRollout(kvs)
 		for i := range int32(3) {
 			f.cache(newClaim(kvs, dataClaimName(kvs, i), testNow))
 		}
