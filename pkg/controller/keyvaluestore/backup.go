@@ -105,8 +105,7 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 	if deletesClaims(kvs) {
 		msg += " (whenDeleted is Delete: its claims, and the data on them, then go without a backup)"
 	}
-	before := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBackupSucceeded).DeepCopy()
-	changed, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
+	changed, before, err := t.c.setCondition(ctx, kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: ReasonBackupFailed, Message: msg})
 	if err != nil {
 		return stepWait{}, err
@@ -265,7 +264,7 @@ func (t *teardownRun) recordBackupSucceeded(ctx context.Context, b *v1alpha1.Key
 
 // recordNoBackup records, once, that teardown goes on without a final backup.
 func (t *teardownRun) recordNoBackup(ctx context.Context, reason, msg string) error {
-	changed, err := t.c.setCondition(ctx, t.kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
+	changed, _, err := t.c.setCondition(ctx, t.kvs, metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded,
 		Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	if changed && err == nil {
 		t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, reason, msg)

@@ -60,9 +60,9 @@ const (
 	backupUIDAnnotation = v1alpha1.GroupName + "/backup-uid"
 	// slotAnnotation is the schedule slot (RFC 3339, UTC) of a Scheduled backup.
 	slotAnnotation = v1alpha1.GroupName + "/scheduled-at"
-	// readyReplicasAnnotation is, on the data StatefulSet, how many
-	// replicas it last ran all ready on one revision: those that held data
-	// then (see replicaMissing).
+	// readyReplicasAnnotation is, on the data StatefulSet, how many of its
+	// replicas hold data: those it last ran all ready on one revision, or
+	// more that have run ready since (see rememberReadyReplicas).
 	readyReplicasAnnotation = v1alpha1.GroupName + "/ready-replicas"
 )
 

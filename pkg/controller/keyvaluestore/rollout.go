@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
+	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/validation"
 )
 
 // ReasonReplacedStuckPod is the Warning event of a data Pod deleted so that
@@ -138,10 +139,10 @@ func partitioned(sts *appsv1.StatefulSet) bool {
 
 // replicaMissing says a replica that holds data has no Pod: an ordinal
 // with a claim and no Pod of the StatefulSet (deleted to be updated, not
-// made again yet), below both its replicas and those it last ran all ready
+// made again yet), below both its replicas and those that hold data
 // (readyReplicasAnnotation; without it, its replicas). An ordinal with no
-// claim is one a scale-up adds, which never ran; so is one above the
-// replicas last run ready, whose claim a scale-down kept.
+// claim is one a scale-up adds, which never ran; so is one at or above
+// those holding data, whose claim a scale-down kept.
 func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, pods []*corev1.Pod) bool {
 	have := sets.New[int]()
 	for _, p := range pods {
@@ -150,8 +151,8 @@ func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 		}
 	}
 	held := ptr.Deref(sts.Spec.Replicas, 1)
-	if n, err := strconv.ParseInt(sts.Annotations[readyReplicasAnnotation], 10, 32); err == nil {
-		held = min(held, int32(n))
+	if n, ok := readyReplicas(sts); ok {
+		held = min(held, n)
 	}
 	for i := range held {
 		if !have.Has(int(i)) && c.cachedClaim(kvs, i) != nil {
@@ -161,29 +162,69 @@ func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 	return false
 }
 
-// rememberReadyReplicas records on the data StatefulSet, once it runs all
-// its replicas ready on one revision, how many that is
-// (readyReplicasAnnotation), with a merge patch: the annotation is not part
-// of what the controller applies, so an apply leaves it. Only where it
-// tells something: a claim above them, kept by a scale-down, or an
-// earlier count to correct; a store never scaled down costs no write.
+// rememberReadyReplicas keeps on the data StatefulSet how many of its
+// replicas hold data (readyReplicasAnnotation), with a merge patch: the
+// annotation is not part of what the controller applies, so an apply
+// leaves it. Once the set runs all its replicas ready on one revision, it
+// is exactly those; until then it is raised to every replica that has run
+// ready (a scale-up's replica holds data once it has run, whatever the
+// rollout), never lowered. Written only where it tells something: a claim
+// kept by a scale-down above the replicas, or a count already recorded; a
+// store never scaled down costs no write.
 func (c *Controller) rememberReadyReplicas(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+	if sts.DeletionTimestamp != nil {
+		return sts, nil
+	}
 	n := ptr.Deref(sts.Spec.Replicas, 1)
-	recorded, ok := sts.Annotations[readyReplicasAnnotation]
-	if sts.DeletionTimestamp != nil || !statefulSetReady(sts, "", n) || recorded == strconv.Itoa(int(n)) ||
-		!ok && c.cachedClaim(kvs, n) == nil {
+	recorded, ok := readyReplicas(sts)
+	want := recorded
+	switch {
+	case statefulSetReady(sts, "", n):
+		if !ok && !c.claimKeptAbove(kvs, n) {
+			return sts, nil
+		}
+		want = n
+	case ok:
+		pods, err := c.componentPods(kvs, ComponentData)
+		if err != nil {
+			return sts, err
+		}
+		for _, p := range pods {
+			if metav1.IsControlledBy(p, sts) && podReady(p) {
+				want = max(want, min(int32(ordinal(p))+1, n))
+			}
+		}
+	}
+	if ok && want == recorded || !ok && want == 0 {
 		return sts, nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": sts.UID, "annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(n))}}})
+		"uid": sts.UID, "annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(want))}}})
 	if err != nil {
 		return sts, err
 	}
 	updated, err := c.kube.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
-		return sts, fmt.Errorf("record the ready replicas of StatefulSet %s: %w", sts.Name, err)
+		return sts, fmt.Errorf("record the replicas holding data of StatefulSet %s: %w", sts.Name, err)
 	}
 	return updated, nil
+}
+
+// readyReplicas is the count readyReplicasAnnotation records, if any.
+func readyReplicas(sts *appsv1.StatefulSet) (int32, bool) {
+	n, err := strconv.ParseInt(sts.Annotations[readyReplicasAnnotation], 10, 32)
+	return int32(n), err == nil && n >= 0
+}
+
+// claimKeptAbove says the store has a data claim at ordinal n or above (a
+// scale-down keeps them; replicas are at most validation.MaxReplicas).
+func (c *Controller) claimKeptAbove(kvs *v1alpha1.KeyValueStore, n int32) bool {
+	for i := n; i < validation.MaxReplicas; i++ {
+		if c.cachedClaim(kvs, i) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // beingCreated says the StatefulSet is about to create one of its Pods (a

@@ -448,6 +448,35 @@ func TestTheReplicasLastRunReadyAreRecorded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, patched(f), "recorded once")
 	})
+	t.Run("a claim kept further above", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		f.cache(newClaim(kvs, dataClaimName(kvs, 4), testNow)) // replica 3's deleted by hand
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
+	})
+	// Found by review: a replica a scale-up brought back on its kept claim
+	// holds data once it has run ready, though a rollout keeps the set
+	// from running all ready on one revision; left uncounted, its Pod
+	// deleted by the rollout and not made again was no replica down.
+	t.Run("raised by a replica that ran ready during a rollout", func(t *testing.T) {
+		f, kvs := stuckRollout(t)
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{readyReplicasAnnotation: "2"} })
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+			s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 2,
+				CurrentRevision: "a", UpdateRevision: "b"}
+		})
+		f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
+		f.setPod(kvs, 1, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b" })
+		f.setPod(kvs, 2, func(p *corev1.Pod) {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
+			p.Status.Conditions[0].Status = corev1.ConditionTrue
+			p.Status.ContainerStatuses = nil
+		})
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
+	})
 	t.Run("an earlier count", func(t *testing.T) {
 		f, kvs := readyStore(t)
 		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{readyReplicasAnnotation: "5"} })

@@ -353,14 +353,15 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 }
 
 // setCondition records cond in status, and reports whether it changed
-// anything but lastTransitionTime (so that its event is sent once).
-// Judged on the object the write goes over: the server's after a
-// conflict, which a pass since the cached copy may have written already.
-func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (bool, error) {
-	changed := false
-	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+// anything but lastTransitionTime (so that its event is sent once) and
+// what the condition was before. Judged on the object the write goes
+// over: the server's after a conflict, which a pass since the cached copy
+// may have written already.
+func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (changed bool, before *metav1.Condition, err error) {
+	err = c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		cond.ObservedGeneration = k.Generation
-		changed = !sameCondition(meta.FindStatusCondition(k.Status.Conditions, cond.Type), &cond)
+		before = meta.FindStatusCondition(k.Status.Conditions, cond.Type).DeepCopy()
+		changed = !sameCondition(before, &cond)
 		if !changed {
 			return k.Status
 		}
@@ -368,7 +369,7 @@ func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
 	})
-	return changed && err == nil, err
+	return changed && err == nil, before, err
 }
 
 // sameCondition: equal but for lastTransitionTime (nil equals only nil).

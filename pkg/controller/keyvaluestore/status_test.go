@@ -563,6 +563,45 @@ func TestAFinalBackupToldOnceWhenAStaleWriteConflicts(t *testing.T) {
 	assert.Equal(t, 1, told(), "told again")
 }
 
+// A failed Final backup attempt's Warning is told once, also by a pass
+// from a cached store older than the write that recorded it, whose own
+// write conflicts while the data tier went down meanwhile (its message
+// changes): what it goes over already told the attempt (found by review).
+func TestAFailedFinalBackupToldOnceWhenAStaleWriteConflicts(t *testing.T) {
+	kvs := newStore(withBackup, deleting)
+	ready := newDataPod(kvs, 0)
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	f := newFixture(t, kvs, ready)
+	f.passes(kvs, 2)
+	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
+	f.refreshCache("ns")
+	_, err := f.sync(f.stored(kvs)) // the backup's failure
+	require.NoError(t, err)
+	f.refreshCache("ns")
+	warnings := 0
+	told := func() int {
+		warnings += strings.Count(strings.Join(f.events(), "\n"), "Warning "+ReasonBackupFailed)
+		return warnings
+	}
+	for range 3 {
+		if told() > 0 {
+			break
+		}
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, told())
+
+	// The cache of the store is left behind that write; the data tier goes down.
+	require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(ready))
+	conflicted := f.statusWriteConflictsOnce(kvs)
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.True(t, *conflicted)
+	assert.Contains(t, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded).Message, "no data replica")
+	assert.Equal(t, 1, told(), "told again")
+}
+
 // statusWriteConflictsOnce makes the next status write of kvs conflict,
 // as when another pass wrote the store first; it says whether one did.
 func (f *fixture) statusWriteConflictsOnce(kvs *v1alpha1.KeyValueStore) *bool {
