@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore"
@@ -193,10 +194,11 @@ func spreadWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 
 // loosens says DoNotSchedule constraint c allows every placement o
 // allowed: o is of the same domains and refuses too, with no larger skew
-// allowed and at least as many domains asked for.
+// allowed and at least as many domains asked for (unset is 1, as the
+// scheduler reads it).
 func loosens(c, o kvstore.TopologySpreadConstraint) bool {
 	return o.WhenUnsatisfiable == kvstore.DoNotSchedule && o.TopologyKey == c.TopologyKey && c.MaxSkew >= o.MaxSkew &&
-		(c.MinDomains == nil || o.MinDomains != nil && *c.MinDomains <= *o.MinDomains)
+		ptr.Deref(c.MinDomains, 1) <= ptr.Deref(o.MinDomains, 1)
 }
 
 func spreadConstraints(spec *kvstore.KeyValueStoreSpec) []kvstore.TopologySpreadConstraint {

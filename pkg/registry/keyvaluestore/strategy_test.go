@@ -708,6 +708,9 @@ func TestWarningOnSpreadAddedToARunningStore(t *testing.T) {
 	assert.Len(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
 		spec.Scheduling.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](2)
 	}), 1, "tightened: minDomains set")
+	assert.Empty(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
+		spec.Scheduling.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](1)
+	}), "minDomains 1 set: as unset (found by review)")
 	obj.Spec.Scheduling.TopologySpreadConstraints[0].MaxSkew = 2
 	assert.Len(t, update(obj, func(spec *kvstore.KeyValueStoreSpec) {
 		spec.Scheduling.TopologySpreadConstraints[0].MaxSkew = 1
