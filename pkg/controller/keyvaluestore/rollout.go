@@ -165,41 +165,59 @@ func (c *Controller) replicaMissing(kvs *v1alpha1.KeyValueStore, sts *appsv1.Sta
 // rememberReadyReplicas keeps on the data StatefulSet how many of its
 // replicas hold data (readyReplicasAnnotation), with a merge patch: the
 // annotation is not part of what the controller applies, so an apply
-// leaves it. Once the set runs all its replicas ready on one revision, it
-// is exactly those; until then it is raised to every replica that has run
-// ready (a scale-up's replica holds data once it has run, whatever the
-// rollout), never lowered. Written only where it tells something: a claim
-// kept by a scale-down above the replicas, or a count already recorded; a
-// store never scaled down costs no write.
+// leaves it. The count is
+//   - the replicas, once the set runs them all ready on one revision, or
+//     once it has been scaled to them (it has seen its spec and runs no
+//     Pod above them): those above were scaled away, their claims kept;
+//   - raised at once to every replica that has run ready (a scale-up's
+//     replica holds data once it has run, whatever the rollout);
+//   - never lowered otherwise.
+//
+// Written only where it tells something: a claim kept by a scale-down
+// above the replicas, or a count already recorded; a store never scaled
+// down costs no write. The patch carries the resourceVersion read: a pass
+// from a stale cache does not write an older count over a newer one.
 func (c *Controller) rememberReadyReplicas(ctx context.Context, kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
 	if sts.DeletionTimestamp != nil {
 		return sts, nil
 	}
+	pods, err := c.componentPods(kvs, ComponentData)
+	if err != nil {
+		return sts, err
+	}
 	n := ptr.Deref(sts.Spec.Replicas, 1)
 	recorded, ok := readyReplicas(sts)
-	want := recorded
+	want := int32(-1) // none
+	if ok {
+		want = recorded
+	}
 	switch {
 	case statefulSetReady(sts, "", n):
-		if !ok && !c.claimKeptAbove(kvs, n) {
-			return sts, nil
-		}
 		want = n
-	case ok:
-		pods, err := c.componentPods(kvs, ComponentData)
-		if err != nil {
-			return sts, err
-		}
-		for _, p := range pods {
-			if metav1.IsControlledBy(p, sts) && podReady(p) {
-				want = max(want, min(int32(ordinal(p))+1, n))
-			}
+	case sts.Status.ObservedGeneration >= sts.Generation && !slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
+		return metav1.IsControlledBy(p, sts) && int32(ordinal(p)) >= n
+	}):
+		// Scaled to n: a count above it is lowered to it (never raised: a
+		// replica a scale-up adds holds data only once it has run).
+		want = n
+		if ok {
+			want = min(recorded, n)
 		}
 	}
-	if ok && want == recorded || !ok && want == 0 {
+	if !ok && (want < 0 || !c.claimKeptAbove(kvs, n)) {
+		return sts, nil // nothing to tell: no scale-down kept a claim
+	}
+	for _, p := range pods {
+		if metav1.IsControlledBy(p, sts) && podReady(p) {
+			want = max(want, min(int32(ordinal(p))+1, n))
+		}
+	}
+	if ok && want == recorded {
 		return sts, nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": sts.UID, "annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(want))}}})
+		"uid": sts.UID, "resourceVersion": sts.ResourceVersion,
+		"annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(want))}}})
 	if err != nil {
 		return sts, err
 	}

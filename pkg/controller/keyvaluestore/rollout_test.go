@@ -477,6 +477,56 @@ func TestTheReplicasLastRunReadyAreRecorded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
 	})
+	// Found by review: a scale-down made with a bad image never runs all
+	// ready, but once it is done the replicas above hold no data; the
+	// scale-up back with the fix then replaces the Pod left on the bad
+	// image (it waited for ever), also over a higher count recorded before.
+	t.Run("scaled down with a bad image, then up with the fix", func(t *testing.T) {
+		for _, recorded := range []string{"", "3"} {
+			f, kvs := stuckRollout(t)
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+				s.Spec.Replicas = ptr.To[int32](2)
+				if recorded != "" {
+					s.Annotations = map[string]string{readyReplicasAnnotation: recorded}
+				}
+			})
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+				s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 2, ReadyReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}
+			})
+			f.setPod(kvs, 0, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "a" })
+			f.setPod(kvs, 1, func(p *corev1.Pod) {
+				p.Labels[appsv1.ControllerRevisionHashLabelKey] = "b"
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+				p.Status.ContainerStatuses = waiting("ImagePullBackOff")
+			})
+			require.NoError(t, f.kube.CoreV1().Pods("ns").Delete(context.Background(), "s-2", metav1.DeleteOptions{}))
+			require.NoError(t, f.kubeInf.Core().V1().Pods().Informer().GetIndexer().Delete(newDataPod(kvs, 2)))
+			for i := range int32(3) {
+				f.cache(newClaim(kvs, dataClaimName(kvs, i), testNow))
+			}
+			sts, err := f.c.rememberReadyReplicas(context.Background(), f.stored(kvs), f.statefulSet(kvs))
+			require.NoError(t, err)
+			assert.Equal(t, "2", sts.Annotations[readyReplicasAnnotation], "recorded %q", recorded)
+
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) {
+				s.Status.ObservedGeneration, s.Status.UpdateRevision = s.Generation, "c"
+			})
+			f.kube.ClearActions()
+			require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
+			assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods(), "recorded %q", recorded)
+		}
+	})
+	// A count edited by hand to a negative value is no count, and is not
+	// written again on every pass (found by review).
+	t.Run("a negative count", func(t *testing.T) {
+		f, kvs := stuckRollout(t)
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{readyReplicasAnnotation: "-1"} })
+		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		assert.Empty(t, patched(f))
+	})
 	t.Run("an earlier count", func(t *testing.T) {
 		f, kvs := readyStore(t)
 		f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Annotations = map[string]string{readyReplicasAnnotation: "5"} })
