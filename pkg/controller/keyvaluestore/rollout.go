@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -185,6 +186,39 @@ func (c *Controller) rememberReadyReplicas(ctx context.Context, kvs *v1alpha1.Ke
 	if err != nil {
 		return sts, err
 	}
+	client := c.kube.AppsV1().StatefulSets(sts.Namespace)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		want, write := c.replicasHoldingData(kvs, sts, pods)
+		if !write {
+			return nil
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"uid": sts.UID, "resourceVersion": sts.ResourceVersion,
+			"annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(want))}}})
+		if err != nil {
+			return err
+		}
+		updated, err := client.Patch(ctx, sts.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) {
+			// The cache was behind (the StatefulSet controller writes its
+			// status often): judge again on the server's copy.
+			if live, getErr := client.Get(ctx, sts.Name, metav1.GetOptions{}); getErr == nil && live.UID == sts.UID {
+				sts = live
+			}
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("record the replicas holding data of StatefulSet %s: %w", sts.Name, err)
+		}
+		sts = updated
+		return nil
+	})
+	return sts, err
+}
+
+// replicasHoldingData is the count rememberReadyReplicas keeps for sts,
+// and whether it is to be written.
+func (c *Controller) replicasHoldingData(kvs *v1alpha1.KeyValueStore, sts *appsv1.StatefulSet, pods []*corev1.Pod) (int32, bool) {
 	n := ptr.Deref(sts.Spec.Replicas, 1)
 	recorded, ok := readyReplicas(sts)
 	want := int32(-1) // none
@@ -205,27 +239,14 @@ func (c *Controller) rememberReadyReplicas(ctx context.Context, kvs *v1alpha1.Ke
 		}
 	}
 	if !ok && (want < 0 || !c.claimKeptAbove(kvs, n)) {
-		return sts, nil // nothing to tell: no scale-down kept a claim
+		return 0, false // nothing to tell: no scale-down kept a claim
 	}
 	for _, p := range pods {
 		if metav1.IsControlledBy(p, sts) && podReady(p) {
 			want = max(want, min(int32(ordinal(p))+1, n))
 		}
 	}
-	if ok && want == recorded {
-		return sts, nil
-	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": sts.UID, "resourceVersion": sts.ResourceVersion,
-		"annotations": map[string]string{readyReplicasAnnotation: strconv.Itoa(int(want))}}})
-	if err != nil {
-		return sts, err
-	}
-	updated, err := c.kube.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return sts, fmt.Errorf("record the replicas holding data of StatefulSet %s: %w", sts.Name, err)
-	}
-	return updated, nil
+	return want, !ok || want != recorded
 }
 
 // readyReplicas is the count readyReplicasAnnotation records, if any.

@@ -448,6 +448,25 @@ func TestTheReplicasLastRunReadyAreRecorded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, patched(f), "recorded once")
 	})
+	// The patch carries the resourceVersion read; one refused because the
+	// cache was behind is judged again on the server's copy, not left to
+	// the sync's error backoff.
+	t.Run("a stale cache", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		f.cache(newClaim(kvs, dataClaimName(kvs, 3), testNow))
+		conflicted := false
+		f.kube.PrependReactor("patch", "statefulsets", func(a core.Action) (bool, runtime.Object, error) {
+			if a.(core.PatchAction).GetPatchType() != types.MergePatchType || conflicted {
+				return false, nil, nil
+			}
+			conflicted = true
+			return true, nil, apierrors.NewConflict(appsv1.Resource("statefulsets"), "s", errors.New("the object has been modified"))
+		})
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		require.True(t, conflicted)
+		assert.Equal(t, "3", f.statefulSet(kvs).Annotations[readyReplicasAnnotation])
+	})
 	t.Run("a claim kept further above", func(t *testing.T) {
 		f, kvs := readyStore(t)
 		f.cache(newClaim(kvs, dataClaimName(kvs, 4), testNow)) // replica 3's deleted by hand
