@@ -114,6 +114,9 @@ type objectInTheWayError struct {
 	// problem, if set, says what is wrong with the object and the ways on,
 	// in place of "not controlled by this store" (a claim never is).
 	problem string
+	// heldScaleUp: the object holds only a scale-up back; everything else
+	// was applied (the StatefulSet at the replicas that may run).
+	heldScaleUp bool
 }
 
 func (e *objectInTheWayError) Error() string {

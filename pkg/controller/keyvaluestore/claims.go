@@ -116,7 +116,7 @@ func (c *Controller) replicasToRun(ctx context.Context, kvs *v1alpha1.KeyValueSt
 	if !found {
 		return want, nil, nil
 	}
-	return i, &objectInTheWayError{kind: "PersistentVolumeClaim", namespace: kvs.Namespace, name: dataClaimName(kvs, i),
+	return i, &objectInTheWayError{kind: "PersistentVolumeClaim", namespace: kvs.Namespace, name: dataClaimName(kvs, i), heldScaleUp: true,
 		problem: fmt.Sprintf("holds the data of an earlier store of this name (uid %s); the scale-up stops before Pod %s-%d, which would start on that data: "+
 			"delete the claim if its data is not wanted, or set spec.replicas to %d or fewer", uid, kvs.Name, i, i)}, nil
 }

@@ -76,10 +76,14 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		paused = c.viewPaused(kvs, sts, proxy)
 	} else {
 		sts, proxy, boot, applyErr = c.apply(ctx, kvs, sts, proxy)
-		if applyErr == nil && sts != nil && ours(sts, kvs) {
+		// The StatefulSet is applied also while a claim holds a scale-up:
+		// a rollout must not wait on that claim.
+		var held *objectInTheWayError
+		applied := applyErr == nil || errors.As(applyErr, &held) && held.heldScaleUp
+		if applied && sts != nil && ours(sts, kvs) {
 			sts, rolloutErr = c.rememberReadyReplicas(ctx, kvs, sts)
 		}
-		if applyErr == nil && rolloutErr == nil {
+		if applied && rolloutErr == nil {
 			rolloutErr = c.replaceStuckPod(ctx, kvs, sts)
 		}
 		// Also while a scale-up is held or another object refused: the

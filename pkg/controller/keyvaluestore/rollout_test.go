@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -330,6 +331,14 @@ func TestAStuckRolloutDeletesNothingElse(t *testing.T) {
 			f.interruptRollout(kvs)
 			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "c" })
 		},
+		// The same with s-2 left on the bad C and the fix D bad too: s-1
+		// on B, good, crashed once; deleted, it would come back on D
+		// (found by review).
+		"another Pod is left on another revision": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			f.interruptRollout(kvs)
+			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.UpdateRevision = "d" })
+			f.setPod(kvs, 2, func(p *corev1.Pod) { p.Labels[appsv1.ControllerRevisionHashLabelKey] = "c" })
+		},
 		"the Pod runs the current revision of a rollout to a bad image": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
 			f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.CurrentRevision, s.Status.UpdateRevision = "good", "bad" })
 			f.setPod(kvs, 1, func(p *corev1.Pod) {
@@ -419,6 +428,24 @@ func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
 		require.NoError(t, f.c.replaceStuckPod(context.Background(), f.stored(kvs), f.statefulSet(kvs)))
 		assert.Equal(t, []string{"s-1 uid=pod-s-1 rv=5"}, f.deletedPods())
 	})
+}
+
+// A scale-up held by a claim of an earlier store keeps the rule on: the
+// StatefulSet is applied all the same (at the replicas that may run), so
+// a Pod left on a bad image after a revert is replaced. It was not while
+// the scale-up was held, one replica down until the claim went (found by
+// review).
+func TestAStuckRolloutIsReplacedWhileAScaleUpIsHeld(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](4) })
+	foreign := newClaim(kvs, dataClaimName(kvs, 3), testNow)
+	foreign.Labels[LabelStoreUID] = "earlier-store"
+	f.cache(foreign)
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	require.Equal(t, ReasonObjectInTheWay, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
+	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
 }
 
 // The count of replicas the set last ran all ready is recorded on the
