@@ -104,12 +104,13 @@ func (c *Controller) replaceStuckPod(ctx context.Context, kvs *v1alpha1.KeyValue
 			// update revision (maybe a bad one, its Pod not started yet).
 			return nil
 		}
-		if stuck != nil && revision != stuck.Labels[appsv1.ControllerRevisionHashLabelKey] &&
+		if keepCurrent && stuck != nil && revision != stuck.Labels[appsv1.ControllerRevisionHashLabelKey] &&
 			sts.Status.CurrentRevision != sts.Status.UpdateRevision {
 			// Left on two revisions, one of which may be good (a replica
 			// that ran ready on it and crashed once): deleted, it would
 			// come back on an update revision that may never run, a second
 			// replica down. After a revert it comes back on one that ran.
+			// (A store never Ready has no replica to keep.)
 			return nil
 		}
 		if stuck == nil || ordinal(p) < ordinal(stuck) {

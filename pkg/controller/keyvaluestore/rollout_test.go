@@ -448,6 +448,29 @@ func TestAStuckRolloutIsReplacedWhileAScaleUpIsHeld(t *testing.T) {
 	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
 }
 
+// A store never Ready has no replica to keep: Pods left on two revisions
+// are replaced all the same, the lowest first.
+func TestAStoreNeverReadyReplacesPodsLeftOnTwoRevisions(t *testing.T) {
+	kvs := newStore(func(k *v1alpha1.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](2) })
+	f := newFixture(t, kvs)
+	_, err := f.sync(kvs)
+	require.NoError(t, err)
+	f.setStatefulSet(kvs, "kube-controller-manager", func(s *appsv1.StatefulSet) {
+		s.UID = "sts-uid"
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 2, CurrentRevision: "a", UpdateRevision: "c"}
+	})
+	for i, revision := range []string{"a", "b"} {
+		p := revisionPod(kvs, f.statefulSet(kvs), int32(i), revision, false)
+		p.Status.ContainerStatuses = waiting("ImagePullBackOff")
+		f.addPod(p)
+	}
+	f.refreshCache("ns")
+	f.kube.ClearActions()
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s-0 uid=pod-s-0 rv=5"}, f.deletedPods())
+}
+
 // The count of replicas the set last ran all ready is recorded on the
 // StatefulSet once it runs them ready, only where it tells something: a
 // claim above them (kept by a scale-down), or an earlier count to correct.
