@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -158,7 +159,10 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	if inTheWay != nil && statusErr == nil {
 		// Nothing of ours changes when the user removes the object in the
 		// way (it is not labelled ours): look again now and then, without
-		// the error backoff.
+		// the error backoff. What else failed meanwhile is logged.
+		if err := errors.Join(rolloutErr, resizeErr); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Store pass failed while an object is in its way; looking again in 30 s", "keyvaluestore", klog.KObj(kvs))
+		}
 		return res.sooner(result{requeueAfter: waitFallback}), scheduleErr
 	}
 	return res, errors.Join(applyErr, rolloutErr, resizeErr, statusErr, scheduleErr)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
@@ -446,6 +448,26 @@ func TestAStuckRolloutIsReplacedWhileAScaleUpIsHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ReasonObjectInTheWay, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
 	assert.Equal(t, []string{"s-2 uid=pod-s-2 rv=5"}, f.deletedPods())
+}
+
+// While a scale-up is held, a deletion the rule cannot make is logged, not
+// dropped: the pass returns no error there, to look again every 30 s
+// (found by review).
+func TestARefusedReplacementIsLoggedWhileAScaleUpIsHeld(t *testing.T) {
+	f, kvs := stuckRollout(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](4) })
+	foreign := newClaim(kvs, dataClaimName(kvs, 3), testNow)
+	foreign.Labels[LabelStoreUID] = "earlier-store"
+	f.cache(foreign)
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+	f.kube.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "s-2", errors.New("denied by a webhook"))
+	})
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	res, err := f.c.sync(klog.NewContext(context.Background(), logger), "ns/"+kvs.Name)
+	require.NoError(t, err)
+	assert.Equal(t, waitFallback, res.requeueAfter)
+	assert.Contains(t, logger.GetSink().(ktesting.Underlier).GetBuffer().String(), "denied by a webhook")
 }
 
 // A store never Ready has no replica to keep: Pods left on two revisions
