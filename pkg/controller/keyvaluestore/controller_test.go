@@ -909,12 +909,7 @@ func (f *fixture) finishJob(name string, cond batchv1.JobConditionType) {
 // running), and a replica's readiness flipping sends no further Warning
 // for the same failed attempt (both found by review of the fix).
 func TestFailedFinalBackupNamesADataTierThatIsDown(t *testing.T) {
-	kvs := newStore(withBackup, deleting)
-	ready := newDataPod(kvs, 0)
-	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	f := newFixture(t, kvs, ready)
-	f.passes(kvs, 2)
-	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
+	f, kvs, ready := failedFinalBackup(t)
 	message := func() string {
 		t.Helper()
 		f.passes(kvs, 2) // the backup's failure, then the store's
@@ -926,6 +921,19 @@ func TestFailedFinalBackupNamesADataTierThatIsDown(t *testing.T) {
 	f.cache(ready)
 	assert.NotContains(t, message(), "no data replica")
 	assert.Equal(t, 1, strings.Count(strings.Join(f.events(), "\n"), "Warning FinalBackupFailed"), "one Warning for the failed attempt")
+}
+
+// failedFinalBackup is a store being deleted whose Final backup's first
+// attempt failed, with one ready data Pod (returned) to answer the next.
+func failedFinalBackup(t *testing.T) (*fixture, *v1alpha1.KeyValueStore, *corev1.Pod) {
+	t.Helper()
+	kvs := newStore(withBackup, deleting)
+	ready := newDataPod(kvs, 0)
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	f := newFixture(t, kvs, ready)
+	f.passes(kvs, 2)
+	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
+	return f, kvs, ready
 }
 
 // Item 4: a failing final backup is retried with exponential backoff, one

@@ -438,12 +438,7 @@ func TestAStuckRolloutCountsAMissingReplicaAsDown(t *testing.T) {
 // the scale-up was held, one replica down until the claim went (found by
 // review).
 func TestAStuckRolloutIsReplacedWhileAScaleUpIsHeld(t *testing.T) {
-	f, kvs := stuckRollout(t)
-	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](4) })
-	foreign := newClaim(kvs, dataClaimName(kvs, 3), testNow)
-	foreign.Labels[LabelStoreUID] = "earlier-store"
-	f.cache(foreign)
-	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+	f, kvs := stuckRolloutScaleUpHeld(t)
 	_, err := f.sync(f.stored(kvs))
 	require.NoError(t, err)
 	require.Equal(t, ReasonObjectInTheWay, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
@@ -454,12 +449,7 @@ func TestAStuckRolloutIsReplacedWhileAScaleUpIsHeld(t *testing.T) {
 // dropped: the pass returns no error there, to look again every 30 s
 // (found by review).
 func TestARefusedReplacementIsLoggedWhileAScaleUpIsHeld(t *testing.T) {
-	f, kvs := stuckRollout(t)
-	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](4) })
-	foreign := newClaim(kvs, dataClaimName(kvs, 3), testNow)
-	foreign.Labels[LabelStoreUID] = "earlier-store"
-	f.cache(foreign)
-	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+	f, kvs := stuckRolloutScaleUpHeld(t)
 	f.kube.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "s-2", errors.New("denied by a webhook"))
 	})
@@ -468,6 +458,19 @@ func TestARefusedReplacementIsLoggedWhileAScaleUpIsHeld(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, waitFallback, res.requeueAfter)
 	assert.Contains(t, logger.GetSink().(ktesting.Underlier).GetBuffer().String(), "denied by a webhook")
+}
+
+// stuckRolloutScaleUpHeld is the stuck rollout with a scale-up to 4 that a
+// claim of an earlier store, at ordinal 3, holds back.
+func stuckRolloutScaleUpHeld(t *testing.T) (*fixture, *v1alpha1.KeyValueStore) {
+	t.Helper()
+	f, kvs := stuckRollout(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](4) })
+	foreign := newClaim(kvs, dataClaimName(kvs, 3), testNow)
+	foreign.Labels[LabelStoreUID] = "earlier-store"
+	f.cache(foreign)
+	f.setStatefulSet(kvs, FieldManager, func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration = s.Generation })
+	return f, kvs
 }
 
 // A store never Ready has no replica to keep: Pods left on two revisions

@@ -568,12 +568,7 @@ func TestAFinalBackupToldOnceWhenAStaleWriteConflicts(t *testing.T) {
 // write conflicts while the data tier went down meanwhile (its message
 // changes): what it goes over already told the attempt (found by review).
 func TestAFailedFinalBackupToldOnceWhenAStaleWriteConflicts(t *testing.T) {
-	kvs := newStore(withBackup, deleting)
-	ready := newDataPod(kvs, 0)
-	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	f := newFixture(t, kvs, ready)
-	f.passes(kvs, 2)
-	f.finishJob("s-final-uid1-1", batchv1.JobFailed)
+	f, kvs, ready := failedFinalBackup(t)
 	f.refreshCache("ns")
 	_, err := f.sync(f.stored(kvs)) // the backup's failure
 	require.NoError(t, err)
