@@ -244,19 +244,19 @@ func (t *teardownRun) recordBackupSucceeded(ctx context.Context, b *v1alpha1.Key
 		finished = *b.Status.CompletionTime
 	}
 	msg := fmt.Sprintf("final backup %s completed: %s", b.Name, b.Status.Message)
-	recorded := false // by this write, not already on the object it goes over
-	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+	cond := metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionTrue,
+		Reason: ReasonBackupSucceeded, Message: msg}
+	was, err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		if st.LastBackupTime == nil || st.LastBackupTime.Before(&finished) {
 			st.LastBackupTime = &finished
 		}
-		cond := metav1.Condition{Type: v1alpha1.ConditionBackupSucceeded, Status: metav1.ConditionTrue,
-			Reason: ReasonBackupSucceeded, Message: msg, ObservedGeneration: k.Generation}
-		recorded = !tellsTheSame(meta.FindStatusCondition(st.Conditions, cond.Type), &cond)
+		cond.ObservedGeneration = k.Generation
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
 	})
-	if err == nil && recorded {
+	// Recorded by this write, not already on the object it went over.
+	if err == nil && !tellsTheSame(meta.FindStatusCondition(was.Conditions, cond.Type), &cond) {
 		t.c.recorder.Event(t.kvs, corev1.EventTypeNormal, ReasonBackupSucceeded, msg)
 	}
 	return err

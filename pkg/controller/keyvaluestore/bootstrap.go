@@ -389,16 +389,15 @@ func heldByUs(job *batchv1.Job) bool {
 // Job run, in the same pass: the record comes first, so a Job that may
 // have run is never taken for one that did not.
 func (c *Controller) releaseBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore, job *batchv1.Job, running *metav1.Condition) error {
-	var before *metav1.Condition // of the object the write goes over
-	if err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		before = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
+	was, err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		meta.SetStatusCondition(&st.Conditions, *running)
 		return st
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	c.recordBootstrapEvent(kvs, before, running, false)
+	c.recordBootstrapEvent(kvs, meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionBootstrapped), running, false)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": job.UID}, "spec": map[string]any{"suspend": false}})
 	if err != nil {
 		return err

@@ -104,18 +104,7 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 	var inTheWay *objectInTheWayError
 	errors.As(applyErr, &inTheWay)
 	failure := c.replicaFailure(kvs, sts, proxy)
-	// What the status said before the write, to tell what it changed: of
-	// the object the write goes over, which after a conflict is the
-	// server's, maybe already written by a pass since the cached copy
-	// (each change would otherwise be told twice).
-	var before v1alpha1.KeyValueStorePhase
-	var progressing, bootstrapped, scheduled, storageResized *metav1.Condition
-	statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		before = k.Status.Phase
-		progressing = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
-		bootstrapped = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionBootstrapped).DeepCopy()
-		scheduled = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionScheduledBackupSucceeded).DeepCopy()
-		storageResized = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionStorageResized).DeepCopy()
+	was, statusErr := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		if k.Generation != applied {
 			// The spec changed since the apply (a conflict brought the new
 			// one): its own sync, already queued, applies and reports it.
@@ -130,8 +119,13 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		return st
 	})
 	if statusErr == nil {
-		// From what was recorded: a write skipped for a newer generation
-		// recorded nothing to tell.
+		// From what was recorded, against what it went over: a write
+		// skipped for a newer generation recorded nothing to tell.
+		before := was.Phase
+		progressing := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionProgressing)
+		bootstrapped := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionBootstrapped)
+		scheduled := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+		storageResized := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionStorageResized)
 		c.recordBootstrapEvent(kvs, bootstrapped, meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped), boot.heldUp)
 		c.recordScheduledBackupEvent(kvs, scheduled)
 		// A refusal is told once, when it is first recorded, not per retry.

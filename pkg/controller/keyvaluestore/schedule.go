@@ -215,19 +215,16 @@ func (c *Controller) runSchedule(ctx context.Context, kvs *v1alpha1.KeyValueStor
 // refused, with a Warning event when it was not refused before (not one
 // per slot, nor per change of the quota's usage in the message).
 func (c *Controller) recordScheduleRefusal(ctx context.Context, kvs *v1alpha1.KeyValueStore, slot time.Time, refusal error) error {
-	told := false
 	msg := fmt.Sprintf("the backup of the slot at %s was refused: %v; tried again every 30 s. Deleting backups, lowering spec.backup.keep or raising the quota makes room",
 		slot.UTC().Format(time.RFC3339), errors.Unwrap(refusal))
-	err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+	was, err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
-		// Of the object written over (the server's after a conflict).
-		before := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
-		told = before != nil && before.Reason == ReasonScheduledBackupRefused
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionScheduledBackupSucceeded,
 			Status: metav1.ConditionFalse, Reason: ReasonScheduledBackupRefused, Message: msg, ObservedGeneration: k.Generation})
 		return st
 	})
-	if err == nil && !told {
+	before := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	if err == nil && (before == nil || before.Reason != ReasonScheduledBackupRefused) {
 		c.recorder.Event(kvs, corev1.EventTypeWarning, ReasonScheduledBackupRefused, msg)
 	}
 	return err

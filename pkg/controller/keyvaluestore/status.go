@@ -267,10 +267,14 @@ func isPermanent(err error) bool {
 }
 
 // updateStatus writes status through /status when compute gives something
-// new, recomputing on the latest object after a conflict.
-func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueStore, compute func(*v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus) error {
+// new, recomputing on the latest object after a conflict. It returns the
+// status it went over (or left as it was): what a change is told against,
+// which after a conflict is the server's, maybe written already by a pass
+// since the cached copy (each change would otherwise be told twice).
+func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueStore, compute func(*v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus) (was v1alpha1.KeyValueStoreStatus, err error) {
 	client := c.kvs.KvstoreV1alpha1().KeyValueStores(kvs.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		was = *kvs.Status.DeepCopy()
 		st := compute(kvs)
 		if apiequality.Semantic.DeepEqual(kvs.Status, st) {
 			return nil
@@ -300,6 +304,7 @@ func (c *Controller) updateStatus(ctx context.Context, kvs *v1alpha1.KeyValueSto
 		*kvs = *updated
 		return nil
 	})
+	return was, err
 }
 
 // patchStatus writes next's status as a JSON patch of /status, which
@@ -358,18 +363,14 @@ func (c *Controller) recordPhaseChange(kvs *v1alpha1.KeyValueStore, before v1alp
 // over: the server's after a conflict, which a pass since the cached copy
 // may have written already.
 func (c *Controller) setCondition(ctx context.Context, kvs *v1alpha1.KeyValueStore, cond metav1.Condition) (changed bool, before *metav1.Condition, err error) {
-	err = c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		cond.ObservedGeneration = k.Generation
-		before = meta.FindStatusCondition(k.Status.Conditions, cond.Type).DeepCopy()
-		changed = !sameCondition(before, &cond)
-		if !changed {
-			return k.Status
-		}
+	was, err := c.updateStatus(ctx, kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
+		cond.ObservedGeneration = k.Generation
 		meta.SetStatusCondition(&st.Conditions, cond)
 		return st
 	})
-	return changed && err == nil, before, err
+	before = meta.FindStatusCondition(was.Conditions, cond.Type)
+	return err == nil && !sameCondition(before, &cond), before, err
 }
 
 // sameCondition: equal but for lastTransitionTime (nil equals only nil).

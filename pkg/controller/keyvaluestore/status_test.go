@@ -378,7 +378,7 @@ func TestUpdateStatusNeverSwitchesToAnotherStore(t *testing.T) {
 		return true, nil, apierrors.NewConflict(v1alpha1.Resource("keyvaluestores"), "s", errors.New("the object has been modified"))
 	})
 	stale := old.DeepCopy()
-	err := f.c.updateStatus(context.Background(), stale, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+	_, err := f.c.updateStatus(context.Background(), stale, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
 		return st
@@ -403,7 +403,7 @@ func TestStatusOfAStoreWithASizeFromBeforeTheGuard(t *testing.T) {
 		return true, nil, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore").GroupKind(), "s", field.ErrorList{
 			field.Invalid(field.NewPath("spec", "storage", "size"), "10e2147483646", "the exponent must be between -1000 and 1000")})
 	})
-	err := f.c.updateStatus(context.Background(), kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
+	_, err := f.c.updateStatus(context.Background(), kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
 		return st

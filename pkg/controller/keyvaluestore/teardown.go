@@ -145,13 +145,7 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 	// The Final backup's Job, or one still running, may be refused its Pod
 	// meanwhile, or no longer be: ReplicaFailure keeps saying so.
 	failure := t.c.replicaFailure(t.kvs, t.c.ownedStatefulSet(t.kvs), t.c.ownedProxy(t.kvs))
-	// What is told is judged on the object the write goes over (the
-	// server's after a conflict), as in syncStore.
-	var phase v1alpha1.KeyValueStorePhase
-	var before *metav1.Condition
-	err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
-		phase = k.Status.Phase
-		before = meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing).DeepCopy()
+	was, err := t.c.updateStatus(ctx, t.kvs, func(k *v1alpha1.KeyValueStore) v1alpha1.KeyValueStoreStatus {
 		st := *k.Status.DeepCopy()
 		st.Phase = v1alpha1.PhaseTerminating
 		st.NextBackupTime = nil // a store being deleted takes no scheduled backup
@@ -162,7 +156,8 @@ func (t *teardownRun) wait(ctx context.Context, reason string, w stepWait) (resu
 		return st
 	})
 	if err == nil {
-		t.c.recordPhaseChange(t.kvs, phase)
+		t.c.recordPhaseChange(t.kvs, was.Phase)
+		before := meta.FindStatusCondition(was.Conditions, v1alpha1.ConditionProgressing)
 		if now := meta.FindStatusCondition(t.kvs.Status.Conditions, v1alpha1.ConditionProgressing); w.warn && !tellsTheSame(before, now) {
 			t.c.recorder.Event(t.kvs, corev1.EventTypeWarning, reason, w.message)
 		}
