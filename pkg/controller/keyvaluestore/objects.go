@@ -120,13 +120,23 @@ func headlessService(kvs *v1alpha1.KeyValueStore) *corev1ac.ServiceApplyConfigur
 
 // clientService is the address clients use: component is the proxy tier
 // once it is ready (see clientComponent), otherwise the data replicas.
+// Without spec.service it sets no type or annotations, so that those set
+// by hand on a Service of an earlier release stay as they are.
 func clientService(kvs *v1alpha1.KeyValueStore, component string) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(kvs.Name, kvs.Namespace).
+	spec := corev1ac.ServiceSpec().
+		WithSelector(podSelector(kvs, component)).
+		WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv")))
+	svc := corev1ac.Service(kvs.Name, kvs.Namespace).
 		WithLabels(labelsFor(kvs, component)).
 		WithOwnerReferences(ownerReference(kvs)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(podSelector(kvs, component)).
-			WithPorts(corev1ac.ServicePort().WithName("kv").WithPort(kvs.Spec.Port).WithTargetPort(intstr.FromString("kv"))))
+		WithSpec(spec)
+	if s := kvs.Spec.Service; s != nil {
+		spec.WithType(corev1.ServiceType(s.Type)).WithLoadBalancerSourceRanges(s.LoadBalancerSourceRanges...)
+		if len(s.Annotations) > 0 {
+			svc.WithAnnotations(s.Annotations)
+		}
+	}
+	return svc
 }
 
 // keepClaimTemplate makes desired's claim template carry LabelStoreUID and

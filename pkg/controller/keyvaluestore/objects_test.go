@@ -84,6 +84,31 @@ func TestSelectorsTakeOnlyTheStoresPods(t *testing.T) {
 	assert.False(t, s.Matches(labels.Set{LabelName: "elasticsearch", LabelInstance: kvs.Name, LabelComponent: ComponentData}))
 }
 
+// The client Service takes spec.service's type, annotations and source
+// ranges; without spec.service it sets none of them, so that a type or an
+// annotation set by hand on an earlier release's Service stays.
+func TestClientServiceExposure(t *testing.T) {
+	kvs := newStore()
+	svc := clientService(kvs, ComponentData)
+	assert.Nil(t, svc.Spec.Type)
+	assert.Nil(t, svc.Annotations)
+	assert.Nil(t, svc.Spec.LoadBalancerSourceRanges)
+
+	kvs.Spec.Service = &v1alpha1.ClientService{Type: v1alpha1.ServiceTypeLoadBalancer,
+		Annotations:              map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+		LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+	svc = clientService(kvs, ComponentData)
+	assert.Equal(t, corev1.ServiceTypeLoadBalancer, *svc.Spec.Type)
+	assert.Equal(t, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}, svc.Annotations)
+	assert.Equal(t, []string{"10.0.0.0/8"}, svc.Spec.LoadBalancerSourceRanges)
+	assert.Equal(t, labelsFor(kvs, ComponentData), svc.Labels, "annotations leave the labels as they are")
+
+	kvs.Spec.Service = &v1alpha1.ClientService{Type: v1alpha1.ServiceTypeClusterIP}
+	svc = clientService(kvs, ComponentData)
+	assert.Equal(t, corev1.ServiceTypeClusterIP, *svc.Spec.Type, "set: the type is kept, also ClusterIP")
+	assert.Nil(t, svc.Annotations)
+}
+
 func TestServicesFollowTheProxyTier(t *testing.T) {
 	kvs := newStore()
 	assert.Equal(t, ComponentData, clientService(kvs, ComponentData).Spec.Selector[LabelComponent])

@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1alpha1.BackupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &kvstorev1alpha1.BootstrapSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClientService"):
+		return &kvstorev1alpha1.ClientServiceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EnvFromSource"):
 		return &kvstorev1alpha1.EnvFromSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EnvSourceReference"):
@@ -80,6 +82,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kvstorev1beta1.BackupSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &kvstorev1beta1.BootstrapSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ClientService"):
+		return &kvstorev1beta1.ClientServiceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("EnvFromSource"):
 		return &kvstorev1beta1.EnvFromSourceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("EnvSourceReference"):

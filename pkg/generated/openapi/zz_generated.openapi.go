@@ -37,6 +37,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.BackupSpec{}.OpenAPIModelName():                           schema_pkg_apis_kvstore_v1alpha1_BackupSpec(ref),
 		v1alpha1.BootstrapSpec{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref),
+		v1alpha1.ClientService{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_ClientService(ref),
 		v1alpha1.EnvFromSource{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_EnvFromSource(ref),
 		v1alpha1.EnvSourceReference{}.OpenAPIModelName():                   schema_pkg_apis_kvstore_v1alpha1_EnvSourceReference(ref),
 		v1alpha1.KeyValueStore{}.OpenAPIModelName():                        schema_pkg_apis_kvstore_v1alpha1_KeyValueStore(ref),
@@ -59,6 +60,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TopologySpreadConstraint{}.OpenAPIModelName():             schema_pkg_apis_kvstore_v1alpha1_TopologySpreadConstraint(ref),
 		v1beta1.BackupSpec{}.OpenAPIModelName():                            schema_pkg_apis_kvstore_v1beta1_BackupSpec(ref),
 		v1beta1.BootstrapSpec{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref),
+		v1beta1.ClientService{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_ClientService(ref),
 		v1beta1.EnvFromSource{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref),
 		v1beta1.EnvSourceReference{}.OpenAPIModelName():                    schema_pkg_apis_kvstore_v1beta1_EnvSourceReference(ref),
 		v1beta1.KeyValueStore{}.OpenAPIModelName():                         schema_pkg_apis_kvstore_v1beta1_KeyValueStore(ref),
@@ -348,6 +350,62 @@ func schema_pkg_apis_kvstore_v1alpha1_BootstrapSpec(ref common.ReferenceCallback
 		},
 		Dependencies: []string{
 			v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_kvstore_v1alpha1_ClientService(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClientService is how the store's client Service is exposed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is ClusterIP (inside the cluster only), NodePort (also on a port of every Node) or LoadBalancer (also through the cloud provider's load balancer). NodePort and LoadBalancer reach the store from outside the cluster: give the store a password (args and envFrom) and, for a LoadBalancer, loadBalancerSourceRanges. Changing it changes the Service in place; no Pod restarts.\n\nPossible enum values:\n - `\"ClusterIP\"` : a virtual IP reachable inside the cluster only.\n - `\"LoadBalancer\"` : also a load balancer of the cloud provider, reached from outside the cluster.\n - `\"NodePort\"` : also a port on every Node's addresses.",
+							Default:     "ClusterIP",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"ClusterIP", "LoadBalancer", "NodePort"},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused. Removing one removes it from the Service.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"loadBalancerSourceRanges": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancerSourceRanges are the client address ranges (CIDRs, such as 10.0.0.0/8) a LoadBalancer accepts, where the cloud provider supports it; only with type LoadBalancer. At most 64, each once, in canonical form (no bits set after the prefix length). Unset: every source.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -880,12 +938,18 @@ func schema_pkg_apis_kvstore_v1alpha1_KeyValueStoreSpec(ref common.ReferenceCall
 							},
 						},
 					},
+					"service": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Service configures the store's client Service, named as the store: the address clients use (the proxy once it is ready, otherwise the data replicas). Unset: a ClusterIP Service, reachable inside the cluster only, whose type and annotations the controller leaves to whoever set them. Set: the controller keeps its type, annotations and loadBalancerSourceRanges to these.",
+							Ref:         ref(v1alpha1.ClientService{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.LocalSecretReference{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
+			v1alpha1.BackupSpec{}.OpenAPIModelName(), v1alpha1.BootstrapSpec{}.OpenAPIModelName(), v1alpha1.ClientService{}.OpenAPIModelName(), v1alpha1.EnvFromSource{}.OpenAPIModelName(), v1alpha1.LocalSecretReference{}.OpenAPIModelName(), v1alpha1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), v1alpha1.ProxySpec{}.OpenAPIModelName(), v1alpha1.Resources{}.OpenAPIModelName(), v1alpha1.Scheduling{}.OpenAPIModelName(), v1alpha1.SecurityContext{}.OpenAPIModelName(), v1alpha1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1585,6 +1649,62 @@ func schema_pkg_apis_kvstore_v1beta1_BootstrapSpec(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_kvstore_v1beta1_ClientService(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClientService is how the store's client Service is exposed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is ClusterIP (inside the cluster only), NodePort (also on a port of every Node) or LoadBalancer (also through the cloud provider's load balancer). NodePort and LoadBalancer reach the store from outside the cluster: give the store a password (args and envFrom) and, for a LoadBalancer, loadBalancerSourceRanges. Changing it changes the Service in place; no Pod restarts.\n\nPossible enum values:\n - `\"ClusterIP\"` : a virtual IP reachable inside the cluster only.\n - `\"LoadBalancer\"` : also a load balancer of the cloud provider, reached from outside the cluster.\n - `\"NodePort\"` : also a port on every Node's addresses.",
+							Default:     "ClusterIP",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"ClusterIP", "LoadBalancer", "NodePort"},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused. Removing one removes it from the Service.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"loadBalancerSourceRanges": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancerSourceRanges are the client address ranges (CIDRs, such as 10.0.0.0/8) a LoadBalancer accepts, where the cloud provider supports it; only with type LoadBalancer. At most 64, each once, in canonical form (no bits set after the prefix length). Unset: every source.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_kvstore_v1beta1_EnvFromSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2114,12 +2234,18 @@ func schema_pkg_apis_kvstore_v1beta1_KeyValueStoreSpec(ref common.ReferenceCallb
 							},
 						},
 					},
+					"service": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Service configures the store's client Service, named as the store: the address clients use (the proxy once it is ready, otherwise the data replicas). Unset: a ClusterIP Service, reachable inside the cluster only, whose type and annotations the controller leaves to whoever set them. Set: the controller keeps its type, annotations and loadBalancerSourceRanges to these.",
+							Ref:         ref(v1beta1.ClientService{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"image"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.EnvFromSource{}.OpenAPIModelName(), v1beta1.LocalSecretReference{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
+			v1beta1.BackupSpec{}.OpenAPIModelName(), v1beta1.BootstrapSpec{}.OpenAPIModelName(), v1beta1.ClientService{}.OpenAPIModelName(), v1beta1.EnvFromSource{}.OpenAPIModelName(), v1beta1.LocalSecretReference{}.OpenAPIModelName(), v1beta1.PersistentVolumeClaimRetentionPolicy{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), v1beta1.ProxySpec{}.OpenAPIModelName(), v1beta1.Resources{}.OpenAPIModelName(), v1beta1.Scheduling{}.OpenAPIModelName(), v1beta1.SecurityContext{}.OpenAPIModelName(), v1beta1.StorageSpec{}.OpenAPIModelName()},
 	}
 }
 

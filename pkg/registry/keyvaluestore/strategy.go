@@ -146,7 +146,8 @@ func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorLis
 // WarningsOnCreate returns advice that does not block the request.
 func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
 	spec := &obj.(*kvstore.KeyValueStore).Spec
-	return append(specWarnings(spec), pullSecretWarnings(spec, nil)...)
+	warnings := append(specWarnings(spec), pullSecretWarnings(spec, nil)...)
+	return append(warnings, exposureWarnings(spec, nil)...)
 }
 
 // Canonicalize has nothing to normalise: defaulting already ran on decode.
@@ -172,6 +173,7 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 	warnings := append(specWarnings(&newKVS.Spec), removalWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	warnings = append(warnings, pullSecretWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	warnings = append(warnings, spreadWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	warnings = append(warnings, exposureWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	return append(warnings, growthWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 }
 
@@ -206,6 +208,31 @@ func spreadConstraints(spec *kvstore.KeyValueStoreSpec) []kvstore.TopologySpread
 		return nil
 	}
 	return spec.Scheduling.TopologySpreadConstraints
+}
+
+// exposureWarnings say, when a store's client Service is opened beyond
+// the cluster (old is nil on create), who can reach it: the data store
+// itself may ask no password.
+func exposureWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	w := exposureWarning(spec.Service)
+	if w == "" || old != nil && exposureWarning(old.Service) == w {
+		return nil
+	}
+	return []string{w}
+}
+
+func exposureWarning(s *kvstore.ClientService) string {
+	const password = "; give the store a password (spec.args with spec.envFrom)"
+	switch {
+	case s == nil:
+		return ""
+	case s.Type == kvstore.ServiceTypeNodePort:
+		return "spec.service.type: NodePort opens the store's port on every Node's addresses, to whoever reaches them" + password
+	case s.Type == kvstore.ServiceTypeLoadBalancer && len(s.LoadBalancerSourceRanges) == 0:
+		return "spec.service: a LoadBalancer without loadBalancerSourceRanges takes clients from every address that reaches it, " +
+			"set the ranges of the store's clients" + password
+	}
+	return ""
 }
 
 // pullSecretWarnings say, when a store's pull secrets are set or changed

@@ -441,6 +441,29 @@ func TestWarningsOnCreate(t *testing.T) {
 			mutate: func(k *kvstore.KeyValueStore) { k.Spec.Backup = &kvstore.BackupSpec{Image: "backup:latest"} },
 		},
 		{
+			name: "node port",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeNodePort}
+			},
+			contains: []string{"spec.service.type: NodePort opens"},
+		},
+		{
+			name: "load balancer open to every address",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer}
+			},
+			contains: []string{"spec.service: a LoadBalancer without loadBalancerSourceRanges"},
+		},
+		{
+			name: "load balancer with source ranges",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer, LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+			},
+		},
+		{name: "cluster IP", mutate: func(k *kvstore.KeyValueStore) {
+			k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeClusterIP}
+		}},
+		{
 			name: "all three",
 			mutate: func(k *kvstore.KeyValueStore) {
 				k.Spec.Image = "redis:latest"
@@ -483,6 +506,37 @@ func TestWarningsOnUpdate(t *testing.T) {
 	require.Len(t, warnings, 2, "warnings: %q", warnings)
 	assert.True(t, strings.HasPrefix(warnings[0], "spec.image:"), warnings[0])
 	assert.True(t, strings.HasPrefix(warnings[1], "spec.replicas:"), warnings[1])
+}
+
+// Opening the client Service beyond the cluster warns when it happens:
+// not again on an unrelated change, again when the source ranges go.
+func TestWarningsOnExposingTheClientService(t *testing.T) {
+	s := testStrategy()
+	ctx := context.Background()
+	update := func(old *kvstore.KeyValueStore, mutate func(*kvstore.KeyValueStore)) []string {
+		obj := old.DeepCopy()
+		mutate(obj)
+		s.PrepareForUpdate(ctx, obj, old)
+		require.NotEqual(t, old.Generation, obj.Generation)
+		return s.WarningsOnUpdate(ctx, obj, old)
+	}
+	old := storedKVS()
+	ranged := func(k *kvstore.KeyValueStore) {
+		k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer, LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+	}
+	assert.Empty(t, update(old, ranged))
+
+	ranged(old)
+	warnings := update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service.LoadBalancerSourceRanges = nil })
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "without loadBalancerSourceRanges")
+
+	old.Spec.Service.LoadBalancerSourceRanges = nil
+	assert.Empty(t, update(old, func(k *kvstore.KeyValueStore) { k.Spec.Replicas = ptr.To[int32](5) }), "told when it was opened")
+	warnings = update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service.Type = kvstore.ServiceTypeNodePort })
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "NodePort")
+	assert.Empty(t, update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service = nil }))
 }
 
 // Taking the security context or the data replicas' resources away warns:

@@ -53,6 +53,9 @@ func kvstoreFuzzerFuncs(_ runtimeserializer.CodecFactory) []interface{} {
 			if s.Bootstrap != nil && s.Bootstrap.ActiveDeadlineSeconds == nil {
 				s.Bootstrap.ActiveDeadlineSeconds = ptr.To[int64](600)
 			}
+			if s.Service != nil && s.Service.Type == "" {
+				s.Service.Type = kvstore.ServiceTypeClusterIP
+			}
 			if s.PersistentVolumeClaimRetentionPolicy == nil {
 				s.PersistentVolumeClaimRetentionPolicy = &kvstore.PersistentVolumeClaimRetentionPolicy{}
 			}

@@ -151,6 +151,15 @@ type KeyValueStoreSpec struct {
 	// +optional
 	// +listType=atomic
 	EnvFrom []EnvFromSource `json:"envFrom,omitempty" protobuf:"bytes,16,rep,name=envFrom"`
+
+	// Service configures the store's client Service, named as the store:
+	// the address clients use (the proxy once it is ready, otherwise the
+	// data replicas). Unset: a ClusterIP Service, reachable inside the
+	// cluster only, whose type and annotations the controller leaves to
+	// whoever set them. Set: the controller keeps its type, annotations
+	// and loadBalancerSourceRanges to these.
+	// +optional
+	Service *ClientService `json:"service,omitempty" protobuf:"bytes,17,opt,name=service"`
 }
 
 // SecurityContext is the identity the store's Pods run as.
@@ -186,6 +195,49 @@ type Resources struct {
 	// Limits is the most the container may use, per resource.
 	// +optional
 	Limits map[string]resource.Quantity `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits"`
+}
+
+// ServiceType is how a store's client Service is exposed.
+// +enum
+type ServiceType string
+
+const (
+	// ServiceTypeClusterIP: a virtual IP reachable inside the cluster only.
+	ServiceTypeClusterIP ServiceType = "ClusterIP"
+	// ServiceTypeNodePort: also a port on every Node's addresses.
+	ServiceTypeNodePort ServiceType = "NodePort"
+	// ServiceTypeLoadBalancer: also a load balancer of the cloud provider,
+	// reached from outside the cluster.
+	ServiceTypeLoadBalancer ServiceType = "LoadBalancer"
+)
+
+// ClientService is how the store's client Service is exposed.
+type ClientService struct {
+	// Type is ClusterIP (inside the cluster only), NodePort (also on a port
+	// of every Node) or LoadBalancer (also through the cloud provider's load
+	// balancer). NodePort and LoadBalancer reach the store from outside
+	// the cluster: give the store a password (args and envFrom) and, for a
+	// LoadBalancer, loadBalancerSourceRanges. Changing it changes the
+	// Service in place; no Pod restarts.
+	// +optional
+	// +default="ClusterIP"
+	Type ServiceType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=ServiceType"`
+
+	// Annotations are set on the Service, for the cloud provider's load
+	// balancer (an internal load balancer, say): keys as in any
+	// annotation, at most 64 KiB of keys and values together; keys under
+	// kvstore.io/ are refused. Removing one removes it from the Service.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
+
+	// LoadBalancerSourceRanges are the client address ranges (CIDRs, such
+	// as 10.0.0.0/8) a LoadBalancer accepts, where the cloud provider
+	// supports it; only with type LoadBalancer. At most 64, each once, in
+	// canonical form (no bits set after the prefix length). Unset: every
+	// source.
+	// +optional
+	// +listType=atomic
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty" protobuf:"bytes,3,rep,name=loadBalancerSourceRanges"`
 }
 
 // LocalSecretReference names a Secret of the store's namespace.

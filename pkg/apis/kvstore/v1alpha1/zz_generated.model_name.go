@@ -32,6 +32,11 @@ func (in BootstrapSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClientService) OpenAPIModelName() string {
+	return "io.kvstore.v1alpha1.ClientService"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EnvFromSource) OpenAPIModelName() string {
 	return "io.kvstore.v1alpha1.EnvFromSource"
 }

@@ -72,6 +72,11 @@ func SetObjectDefaults_KeyValueStore(in *KeyValueStore) {
 			in.Spec.Bootstrap.ActiveDeadlineSeconds = &ptrVar1
 		}
 	}
+	if in.Spec.Service != nil {
+		if in.Spec.Service.Type == "" {
+			in.Spec.Service.Type = "ClusterIP"
+		}
+	}
 }
 
 func SetObjectDefaults_KeyValueStoreBackup(in *KeyValueStoreBackup) {

@@ -298,6 +298,7 @@ func validateSpec(spec, oldSpec *kvstore.KeyValueStoreSpec, fldPath *field.Path)
 	allErrs = append(allErrs, validateImagePullSecrets(spec.ImagePullSecrets, fldPath.Child("imagePullSecrets"))...)
 	allErrs = append(allErrs, validateArgv(spec.Args, false, fldPath.Child("args"))...)
 	allErrs = append(allErrs, validateEnvFrom(spec.EnvFrom, fldPath.Child("envFrom"))...)
+	allErrs = append(allErrs, validateClientService(spec.Service, fldPath.Child("service"))...)
 
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil && !validRetentionPolicies.Has(p.WhenDeleted) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("persistentVolumeClaimRetentionPolicy", "whenDeleted"), p.WhenDeleted,

@@ -726,6 +726,69 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want: expect(tooMany("spec.imagePullSecrets")),
 		},
 
+		// spec.service: a Service's type, annotations and source ranges as
+		// kube-apiserver accepts them.
+		{
+			name: "service load balancer",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer,
+					Annotations:              map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+					LoadBalancerSourceRanges: []string{"10.0.0.0/8", "192.168.1.0/24", "2001:db8::/32"}}
+			},
+		},
+		{name: "service node port", mutate: func(k *kvstore.KeyValueStore) {
+			k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeNodePort}
+		}},
+		{
+			name: "service type unsupported",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: "ExternalName"}
+			},
+			want: expect(notSupported("spec.service.type")),
+		},
+		{
+			name: "service annotations invalid or reserved",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeClusterIP,
+					Annotations: map[string]string{"not a key": "v", "kvstore.io/x": "v"}}
+			},
+			want: expect(invalid("spec.service.annotations"), forbidden("spec.service.annotations[kvstore.io/x]")),
+		},
+		{
+			name: "service annotations too long",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeClusterIP, Annotations: map[string]string{"a": strings.Repeat("x", 64<<10)}}
+			},
+			want: expect(tooLong("spec.service.annotations")),
+		},
+		{
+			name: "service source ranges without a load balancer",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeNodePort, LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+			},
+			want: expect(forbidden("spec.service.loadBalancerSourceRanges")),
+		},
+		{
+			name: "service source ranges not canonical CIDRs",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer,
+					LoadBalancerSourceRanges: []string{"10.0.0.1/8", "10.0.0.0", "2001:DB8::/32", "::ffff:10.0.0.0/104", "010.0.0.0/8", "1.2.3.0/24", "1.2.3.0/24"}}
+			},
+			want: expect(invalid("spec.service.loadBalancerSourceRanges[0]"), invalid("spec.service.loadBalancerSourceRanges[1]"),
+				invalid("spec.service.loadBalancerSourceRanges[2]"), invalid("spec.service.loadBalancerSourceRanges[3]"),
+				invalid("spec.service.loadBalancerSourceRanges[4]"), fieldErr{field.ErrorTypeDuplicate, "spec.service.loadBalancerSourceRanges[6]"}),
+		},
+		{
+			name: "service source ranges too many",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeLoadBalancer}
+				for i := range 65 {
+					k.Spec.Service.LoadBalancerSourceRanges = append(k.Spec.Service.LoadBalancerSourceRanges, fmt.Sprintf("10.%d.0.0/16", i))
+				}
+			},
+			want: expect(tooMany("spec.service.loadBalancerSourceRanges")),
+		},
+
 		// spec.securityContext: IDs within a Pod's range, the user not root.
 		{name: "securityContext user only", mutate: func(k *kvstore.KeyValueStore) { k.Spec.SecurityContext = securityContext(999) }},
 		{

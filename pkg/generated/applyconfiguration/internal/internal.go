@@ -348,6 +348,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: serviceAccountName
       type:
         scalar: string
+- name: io.kvstore.v1alpha1.ClientService
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: loadBalancerSourceRanges
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: type
+      type:
+        scalar: string
+      default: ClusterIP
 - name: io.kvstore.v1alpha1.EnvFromSource
   map:
     fields:
@@ -473,6 +491,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: securityContext
       type:
         namedType: io.kvstore.v1alpha1.SecurityContext
+    - name: service
+      type:
+        namedType: io.kvstore.v1alpha1.ClientService
     - name: storage
       type:
         namedType: io.kvstore.v1alpha1.StorageSpec
@@ -723,6 +744,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: serviceAccountName
       type:
         scalar: string
+- name: io.kvstore.v1beta1.ClientService
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: loadBalancerSourceRanges
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: type
+      type:
+        scalar: string
+      default: ClusterIP
 - name: io.kvstore.v1beta1.EnvFromSource
   map:
     fields:
@@ -848,6 +887,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: securityContext
       type:
         namedType: io.kvstore.v1beta1.SecurityContext
+    - name: service
+      type:
+        namedType: io.kvstore.v1beta1.ClientService
     - name: storage
       type:
         namedType: io.kvstore.v1beta1.StorageSpec

@@ -107,6 +107,13 @@ type KeyValueStoreSpecApplyConfiguration struct {
 	// data replicas one Pod at a time; a change of a Secret's or
 	// ConfigMap's contents does not (replicas read them when they start).
 	EnvFrom []EnvFromSourceApplyConfiguration `json:"envFrom,omitempty"`
+	// Service configures the store's client Service, named as the store:
+	// the address clients use (the proxy once it is ready, otherwise the
+	// data replicas). Unset: a ClusterIP Service, reachable inside the
+	// cluster only, whose type and annotations the controller leaves to
+	// whoever set them. Set: the controller keeps its type, annotations
+	// and loadBalancerSourceRanges to these.
+	Service *ClientServiceApplyConfiguration `json:"service,omitempty"`
 }
 
 // KeyValueStoreSpecApplyConfiguration constructs a declarative configuration of the KeyValueStoreSpec type for use with
@@ -252,5 +259,13 @@ func (b *KeyValueStoreSpecApplyConfiguration) WithEnvFrom(values ...*EnvFromSour
 		}
 		b.EnvFrom = append(b.EnvFrom, *values[i])
 	}
+	return b
+}
+
+// WithService sets the Service field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Service field is set to the value of the last call.
+func (b *KeyValueStoreSpecApplyConfiguration) WithService(value *ClientServiceApplyConfiguration) *KeyValueStoreSpecApplyConfiguration {
+	b.Service = value
 	return b
 }
