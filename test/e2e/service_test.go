@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/kvstore-io/kvstore-apiserver/pkg/apis/kvstore/v1alpha1"
 	"github.com/kvstore-io/kvstore-apiserver/test/framework"
@@ -28,7 +30,9 @@ import (
 // A quota that refuses the load balancer is told on the store, which
 // reads Failed (its spec cannot be realised) and Available, with the
 // Service left as it was until the quota goes. Bad input gets a 422
-// naming the field.
+// naming the field. Deleted, with a finalizer holding its Service, the
+// store's Service selects no Pod and has no endpoints before the Final
+// backup is taken.
 func TestClientServiceIsExposedAsTheStoreSays(t *testing.T) {
 	ctx := context.Background()
 	kube, kvs := clients(t)
@@ -112,6 +116,56 @@ func TestClientServiceIsExposedAsTheStoreSays(t *testing.T) {
 	requireFails(t, kubectl(t, "patch", "kvs", "exposed", "-n", ns, "--type=merge", "-p",
 		`{"spec":{"service":{"type":"LoadBalancer","loadBalancerSourceRanges":["10.0.0.1/8"]}}}`),
 		`spec.service.loadBalancerSourceRanges[0]: Invalid value: "10.0.0.1/8"`)
+
+	// Deleted, its teardown cuts clients off before the Final backup also
+	// while a finalizer (a cloud load balancer's cleanup) holds the
+	// Service: it selects no Pod, and kube-controller-manager empties its
+	// endpoints, though it is not gone.
+	mustKubectl(t, "patch", "service", "exposed", "-n", ns, "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+	mustKubectl(t, "patch", "kvs", "exposed", "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"backup":{"image":%q}}}`, backupImageOK))
+	waitStore(t, kvs, ns, "exposed", "Ready with backups", isReady)
+	require.NotEmpty(t, readyEndpoints(t, kube, ns, "exposed"), "the Service takes clients before the teardown")
+	require.NoError(t, kvs.KvstoreV1alpha1().KeyValueStores(ns).Delete(ctx, "exposed", metav1.DeleteOptions{}))
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		backups, err := kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, b := range backups.Items {
+			if b.Spec.Reason == v1alpha1.BackupReasonFinal {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Final backup yet")
+	}))
+	svc, err = kube.CoreV1().Services(ns).Get(ctx, "exposed", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotNil(t, svc.DeletionTimestamp)
+	assert.Equal(t, map[string]string{"kvstore.io/clients-cut-off": "true"}, svc.Spec.Selector, "cut off before the Final backup")
+	require.NoError(t, framework.WaitFor(ctx, readyTimeout, func(ctx context.Context) error {
+		if n := len(readyEndpoints(t, kube, ns, "exposed")); n > 0 {
+			return fmt.Errorf("%d endpoints left", n)
+		}
+		return nil
+	}))
+	mustKubectl(t, "patch", "service", "exposed", "-n", ns, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	waitGone(t, kvs, ns, "exposed")
+}
+
+// readyEndpoints are the addresses the Service ns/name sends clients to.
+func readyEndpoints(t *testing.T, kube kubernetes.Interface, ns, name string) []string {
+	t.Helper()
+	slices, err := kube.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	require.NoError(t, err)
+	var out []string
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if ptr.Deref(e.Conditions.Ready, false) {
+				out = append(out, e.Addresses...)
+			}
+		}
+	}
+	return out
 }
 
 // waitService polls the Service ns/name until cond accepts it.

@@ -634,7 +634,7 @@ func TestTeardownCutsOffAnUnlabelledClientService(t *testing.T) {
 	_, err := f.sync(kvs)
 	require.NoError(t, err)
 	kube, _ := f.writes()
-	assert.Equal(t, []string{"delete services s"}, kube, "cut off first")
+	assert.Equal(t, []string{"patch services s", "delete services s"}, kube, "cut off first: made to select no Pod, then deleted")
 	_, err = f.kube.CoreV1().Services("ns").Get(context.Background(), "s", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err))
 
@@ -747,7 +747,7 @@ func TestTeardownStepsInOrder(t *testing.T) {
 	}
 
 	kube, reason := step()
-	assert.Equal(t, []string{"delete services s"}, kube, "new clients cut off first")
+	assert.Equal(t, []string{"patch services s", "delete services s"}, kube, "new clients cut off first")
 	assert.Equal(t, StepCutOffClients, reason)
 	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}))
 	kube, reason = step()
@@ -866,24 +866,47 @@ func TestTeardownCutsOffClientsBeforeTheFinalBackup(t *testing.T) {
 				assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1")
 				return
 			}
-			assert.Equal(t, []string{"delete services s"}, kube)
+			assert.Equal(t, []string{"patch services s", "delete services s"}, kube)
 			assert.NotContains(t, own, "create keyvaluestorebackups s-final-uid1", "no backup while new clients can still write")
 			for _, a := range f.kube.Actions() {
 				if d, ok := a.(core.DeleteAction); ok {
 					assert.Equal(t, ptr.To(types.UID("svc-1")), d.GetDeleteOptions().Preconditions.UID, "deleted with a UID precondition")
 				}
+				if p, ok := a.(core.PatchAction); ok {
+					assert.Equal(t, types.MergePatchType, p.GetPatchType())
+				}
 			}
 			assert.Equal(t, StepCutOffClients, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing).Reason)
 
-			// Held by a finalizer (a load balancer's cleanup): being deleted
-			// is enough, the teardown goes on.
+			// Held by a finalizer (a cloud load balancer's cleanup) while it
+			// still selects the data Pods (deleted by hand, or by an earlier
+			// release's teardown): its ClusterIP, Node ports and load
+			// balancer still take clients until it is gone, so it is made
+			// to select no Pod before the backup (found by review).
 			svc.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
 			svc.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
+			svc.Spec.Selector = podSelector(kvs, ComponentData)
+			require.NoError(t, f.kube.Tracker().Add(svc))
 			f.cache(svc)
 			_, err = f.sync(f.stored(kvs))
 			require.NoError(t, err)
-			_, own = f.writes()
-			assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1", "the final backup once the Service is going")
+			kube, own = f.writes()
+			assert.Equal(t, []string{"patch services s"}, kube, "not deleted again")
+			assert.NotContains(t, own, "create keyvaluestorebackups s-final-uid1", "no backup while the Service still selects the data Pods")
+			live, err := f.kube.CoreV1().Services("ns").Get(context.Background(), "s", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{"kvstore.io/clients-cut-off": "true"}, live.Spec.Selector, "its whole selector replaced: it selects no Pod")
+
+			// Being deleted and selecting no Pod is enough: the teardown does
+			// not wait on the finalizer.
+			svc.Spec.Selector = map[string]string{"kvstore.io/clients-cut-off": "true"}
+			require.NoError(t, f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("services"), svc, "ns"))
+			f.cache(svc)
+			_, err = f.sync(f.stored(kvs))
+			require.NoError(t, err)
+			kube, own = f.writes()
+			assert.Empty(t, kube)
+			assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1", "the final backup once the Service is going and selects no Pod")
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -198,9 +199,21 @@ func (c *Controller) releaseFinalizer(ctx context.Context, kvs *v1alpha1.KeyValu
 
 func (t *teardownRun) clientServiceGone(ctx context.Context) (bool, error) {
 	svc, err := t.clientService(ctx)
-	// Being deleted counts: a finalizer someone put on the Service (a load
-	// balancer's cleanup) must not hold the teardown.
-	return svc == nil || svc.DeletionTimestamp != nil, err
+	// Being deleted counts once it selects no Pod: a finalizer on the
+	// Service (a cloud load balancer's cleanup) must not hold the teardown,
+	// but until it is gone its ClusterIP, Node ports and load balancer
+	// still take clients to what it selects.
+	return svc == nil || svc.DeletionTimestamp != nil && cutOff(svc), err
+}
+
+// labelClientsCutOff is the client Service's whole selector once the
+// teardown cut clients off: it selects no Pod, and the EndpointSlice
+// controller empties the Service's endpoints (it leaves those of a
+// Service without a selector as they are).
+const labelClientsCutOff = v1alpha1.GroupName + "/clients-cut-off"
+
+func cutOff(svc *corev1.Service) bool {
+	return len(svc.Spec.Selector) == 1 && svc.Spec.Selector[labelClientsCutOff] == "true"
 }
 
 // clientService is the store's client Service, nil if there is none of
@@ -233,14 +246,58 @@ func (t *teardownRun) pastCutOff() bool {
 		slices.Contains([]string{StepScaleDownProxy, StepFinalBackup, StepScaleDownData, StepDeleteClaims}, c.Reason)
 }
 
+// cutOffClients makes the Service judged select no Pod, patched at the
+// version of a fresh read: the cache's copy may be stale.
+func (t *teardownRun) cutOffClients(ctx context.Context, svc *corev1.Service) error {
+	services := t.c.kube.CoreV1().Services(t.kvs.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := services.Get(ctx, svc.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err
+		case live.UID != svc.UID:
+			return fmt.Errorf("replaced since it was read (uid %s, now %s); looking again", svc.UID, live.UID)
+		case cutOff(live):
+			return nil
+		}
+		// The selector replaced whole, at the version read.
+		selector := map[string]any{labelClientsCutOff: "true"}
+		for k := range live.Spec.Selector {
+			if k != labelClientsCutOff {
+				selector[k] = nil
+			}
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": live.ResourceVersion},
+			"spec":     map[string]any{"selector": selector},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = services.Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		return err
+	})
+}
+
 func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error) {
 	svc, err := t.clientService(ctx)
 	if err != nil || svc == nil {
 		return stepWait{}, err
 	}
-	err = t.c.kube.CoreV1().Services(t.kvs.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(svc.UID))})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return stepWait{}, fmt.Errorf("delete client Service %s/%s: %w", t.kvs.Namespace, svc.Name, err)
+	if !cutOff(svc) {
+		err := t.cutOffClients(ctx, svc)
+		if apierrors.IsNotFound(err) {
+			return stepWait{message: "client Service " + svc.Name + " deleted"}, nil
+		}
+		if err != nil {
+			return stepWait{}, fmt.Errorf("cut client Service %s/%s off its Pods: %w", t.kvs.Namespace, svc.Name, err)
+		}
+	}
+	if svc.DeletionTimestamp == nil {
+		err = t.c.kube.CoreV1().Services(t.kvs.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(svc.UID))})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return stepWait{}, fmt.Errorf("delete client Service %s/%s: %w", t.kvs.Namespace, svc.Name, err)
+		}
 	}
 	return stepWait{message: "client Service " + svc.Name + " deleted"}, nil
 }
