@@ -220,7 +220,11 @@ type ClientService struct {
 	// Annotations are set on the Service, for the cloud provider's load
 	// balancer (an internal load balancer, say): keys as in any
 	// annotation, at most 64 KiB of keys and values together; keys under
-	// kvstore.io/ are refused. Removing one removes it from the Service.
+	// kvstore.io/ are refused, and so is
+	// service.beta.kubernetes.io/load-balancer-source-ranges (use
+	// loadBalancerSourceRanges), and service.kubernetes.io/topology-aware-hints
+	// must equal service.kubernetes.io/topology-mode when both are set.
+	// Removing one removes it from the Service.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 

@@ -371,7 +371,7 @@ func schema_pkg_apis_kvstore_v1alpha1_ClientService(ref common.ReferenceCallback
 					},
 					"annotations": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused. Removing one removes it from the Service.",
+							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused, and so is service.beta.kubernetes.io/load-balancer-source-ranges (use loadBalancerSourceRanges), and service.kubernetes.io/topology-aware-hints must equal service.kubernetes.io/topology-mode when both are set. Removing one removes it from the Service.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
@@ -1667,7 +1667,7 @@ func schema_pkg_apis_kvstore_v1beta1_ClientService(ref common.ReferenceCallback)
 					},
 					"annotations": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused. Removing one removes it from the Service.",
+							Description: "Annotations are set on the Service, for the cloud provider's load balancer (an internal load balancer, say): keys as in any annotation, at most 64 KiB of keys and values together; keys under kvstore.io/ are refused, and so is service.beta.kubernetes.io/load-balancer-source-ranges (use loadBalancerSourceRanges), and service.kubernetes.io/topology-aware-hints must equal service.kubernetes.io/topology-mode when both are set. Removing one removes it from the Service.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

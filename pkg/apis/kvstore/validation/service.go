@@ -43,12 +43,29 @@ func validateServiceAnnotations(annotations map[string]string, fldPath *field.Pa
 	}
 	allErrs := apimachineryvalidation.ValidateAnnotations(annotations, fldPath)
 	for _, k := range sets.List(sets.KeySet(annotations)) {
-		if strings.HasPrefix(k, "kvstore.io/") {
+		switch {
+		case strings.HasPrefix(k, "kvstore.io/"):
 			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "keys under kvstore.io/ are the controller's"))
+		case k == sourceRangesAnnotation:
+			// kube-apiserver refuses it on a Service that is not a
+			// LoadBalancer, and checks its CIDRs; the field says the same.
+			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "use spec.service.loadBalancerSourceRanges"))
 		}
+	}
+	hints, hinted := annotations[topologyHintsAnnotation]
+	if mode, ok := annotations[topologyModeAnnotation]; ok && hinted && mode != hints {
+		allErrs = append(allErrs, field.Invalid(fldPath.Key(topologyHintsAnnotation), hints,
+			"must be the value of "+topologyModeAnnotation+" when both are set (kube-apiserver refuses the Service otherwise)"))
 	}
 	return allErrs
 }
+
+// Service annotations kube-apiserver checks.
+const (
+	sourceRangesAnnotation  = "service.beta.kubernetes.io/load-balancer-source-ranges"
+	topologyModeAnnotation  = "service.kubernetes.io/topology-mode"
+	topologyHintsAnnotation = "service.kubernetes.io/topology-aware-hints"
+)
 
 // validateSourceRanges: canonical CIDRs, each once, and only where a load
 // balancer reads them (kube-apiserver refuses them on other Services).

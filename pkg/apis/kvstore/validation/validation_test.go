@@ -755,6 +755,27 @@ func TestValidateKeyValueStore(t *testing.T) {
 			want: expect(invalid("spec.service.annotations"), forbidden("spec.service.annotations[kvstore.io/x]")),
 		},
 		{
+			// Both refused by kube-apiserver on the Service, after the store
+			// was accepted (found by review).
+			name: "service annotations kube-apiserver refuses",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeNodePort, Annotations: map[string]string{
+					"service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8",
+					"service.kubernetes.io/topology-mode":                    "Auto",
+					"service.kubernetes.io/topology-aware-hints":             "Disabled",
+				}}
+			},
+			want: expect(forbidden("spec.service.annotations[service.beta.kubernetes.io/load-balancer-source-ranges]"),
+				invalid("spec.service.annotations[service.kubernetes.io/topology-aware-hints]")),
+		},
+		{
+			name: "service topology annotations that agree",
+			mutate: func(k *kvstore.KeyValueStore) {
+				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeClusterIP, Annotations: map[string]string{
+					"service.kubernetes.io/topology-mode": "Auto", "service.kubernetes.io/topology-aware-hints": "Auto"}}
+			},
+		},
+		{
 			name: "service annotations too long",
 			mutate: func(k *kvstore.KeyValueStore) {
 				k.Spec.Service = &kvstore.ClientService{Type: kvstore.ServiceTypeClusterIP, Annotations: map[string]string{"a": strings.Repeat("x", 64<<10)}}

@@ -37,7 +37,11 @@ type ClientServiceApplyConfiguration struct {
 	// Annotations are set on the Service, for the cloud provider's load
 	// balancer (an internal load balancer, say): keys as in any
 	// annotation, at most 64 KiB of keys and values together; keys under
-	// kvstore.io/ are refused. Removing one removes it from the Service.
+	// kvstore.io/ are refused, and so is
+	// service.beta.kubernetes.io/load-balancer-source-ranges (use
+	// loadBalancerSourceRanges), and service.kubernetes.io/topology-aware-hints
+	// must equal service.kubernetes.io/topology-mode when both are set.
+	// Removing one removes it from the Service.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// LoadBalancerSourceRanges are the client address ranges (CIDRs, such
 	// as 10.0.0.0/8) a LoadBalancer accepts, where the cloud provider
