@@ -1655,6 +1655,10 @@ func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
 		change func(*v1alpha1.KeyValueStoreSpec)
 		held   string
 	}{
+		// First: nothing else is held yet (found by review: it read Ready).
+		{"service", func(s *v1alpha1.KeyValueStoreSpec) {
+			s.Service = &v1alpha1.ClientService{Type: v1alpha1.ServiceTypeNodePort}
+		}, "Service s does not have the store's spec"},
 		{"image", func(s *v1alpha1.KeyValueStoreSpec) { s.Image = "redis:7.4" }, "StatefulSet s"},
 		{"replicas", func(s *v1alpha1.KeyValueStoreSpec) { s.Replicas = ptr.To[int32](5) }, "StatefulSet s"},
 		{"proxy replicas", func(s *v1alpha1.KeyValueStoreSpec) { s.Proxy.Replicas = ptr.To[int32](3) }, "Deployment s-proxy"},
@@ -1682,6 +1686,7 @@ func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply statefulsets s")
+	assert.Contains(t, kube, "apply services s")
 	assert.Equal(t, v1alpha1.PhaseUpgrading, f.stored(kvs).Status.Phase)
 	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionDegraded))
 }

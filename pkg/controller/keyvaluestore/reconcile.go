@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -262,6 +263,15 @@ func (c *Controller) viewPaused(kvs *v1alpha1.KeyValueStore, sts *appsv1.Statefu
 		}
 		if grow := c.claimsToGrow(kvs, sts, v.replicas); len(grow) > 0 {
 			v.held = append(v.held, fmt.Sprintf("claims %s are to grow to %s", strings.Join(grow, ", "), kvs.Spec.Storage.VolumeSize.String()))
+		}
+	}
+	if svc, err := c.services.cached(kvs.Namespace, kvs.Name); err == nil && ours(svc, kvs) {
+		// Judged on the tier it selects now: which tier it should select
+		// waits with the proxy.
+		desired := clientService(kvs, svc.Spec.Selector[LabelComponent])
+		live, ok := c.services.applied(svc, desired)
+		if !ok || !apiequality.Semantic.DeepEqual(live.Spec, desired.Spec) || !maps.Equal(live.Annotations, desired.Annotations) {
+			v.held = append(v.held, "Service "+svc.Name+" does not have the store's spec")
 		}
 	}
 	want := proxyReplicas(kvs)
