@@ -143,7 +143,12 @@ func applyUnlessUnchanged[T metav1.Object, AC any](ctx context.Context, c *Contr
 	if exists {
 		if !ours(cur, kvs) {
 			observeApply(k.kind, applyRefused)
-			return zero, &objectInTheWayError{kind: k.kind, namespace: kvs.Namespace, name: name, holder: holder(cur)}
+			err := &objectInTheWayError{kind: k.kind, namespace: kvs.Namespace, name: name, holder: holder(cur)}
+			if cur.GetDeletionTimestamp() != nil {
+				// An earlier store's, held by a finalizer: it goes on its own.
+				err.problem = "is being deleted and is not controlled by this KeyValueStore; the store creates its own once it is gone"
+			}
+			return zero, err
 		}
 		if k.createOnly && !metav1.IsControlledBy(cur, kvs) {
 			// A createOnly kind (a Job) is never adopted: the store finds

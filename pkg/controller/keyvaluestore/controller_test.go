@@ -533,6 +533,20 @@ func TestSyncRefusesObjectInTheWay(t *testing.T) {
 	assert.Contains(t, p.Message, "Service ns/s already exists and is not controlled by this KeyValueStore")
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ObjectInTheWay Service ns/s")
 
+	// One being deleted (an earlier store's load balancer held by its
+	// cleanup finalizer) goes on its own: the message says to wait, not to
+	// delete it (found by review).
+	foreign.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	foreign.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
+	f = newFixture(t, kvs, foreign)
+	f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(foreign)
+	_, err = f.sync(kvs)
+	require.NoError(t, err)
+	p = meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, p)
+	assert.Equal(t, ReasonObjectInTheWay, p.Reason)
+	assert.Contains(t, p.Message, "Service ns/s is being deleted and is not controlled by this KeyValueStore; the store creates its own once it is gone")
+
 	// Controlled by another store (an earlier one of the same name): refused too.
 	other := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "x",
 		Labels:          labelsFor(kvs, ComponentData),
