@@ -142,7 +142,7 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 				return bootstrapState{}, err
 			}
 			if reason != "" {
-				return sourceFailed(cond, reason, msg), nil
+				return sourceFailed(kvs, cond, reason, msg), nil
 			}
 			if err := c.releaseBootstrap(ctx, kvs, latest, running); err != nil {
 				return bootstrapState{}, err
@@ -157,8 +157,8 @@ func (c *Controller) bootstrap(ctx context.Context, kvs *v1alpha1.KeyValueStore,
 	}
 	if attempt >= bootstrapAttemptLimit {
 		return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, ReasonBootstrapFailed,
-			fmt.Sprintf("bootstrap attempt %d of %d failed (%s); no attempts left: delete and recreate the store to try again",
-				attempt, bootstrapAttemptLimit, why))}, nil
+			fmt.Sprintf("bootstrap attempt %d of %d failed (%s); no attempts left: %s",
+				attempt, bootstrapAttemptLimit, why, bootstrapAgain(kvs)))}, nil
 	}
 	next := jobFailedAt(latest).Add(backupBackoff(attempt))
 	if wait := next.Sub(c.now().Time); wait > 0 {
@@ -346,7 +346,7 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 		return bootstrapState{}, err
 	}
 	if reason != "" {
-		return sourceFailed(cond, reason, msg), nil
+		return sourceFailed(kvs, cond, reason, msg), nil
 	}
 	name := bootstrapJobName(kvs, attempt)
 	// Attempt 1's Job is created suspended (BootstrapStarting: it cannot
@@ -373,9 +373,18 @@ func (c *Controller) startBootstrap(ctx context.Context, kvs *v1alpha1.KeyValueS
 }
 
 // sourceFailed: the bootstrap's backup cannot be restored, for good.
-func sourceFailed(cond func(metav1.ConditionStatus, string, string) *metav1.Condition, reason, msg string) bootstrapState {
+func sourceFailed(kvs *v1alpha1.KeyValueStore, cond func(metav1.ConditionStatus, string, string) *metav1.Condition, reason, msg string) bootstrapState {
 	return bootstrapState{failed: true, condition: cond(metav1.ConditionFalse, reason, msg+
-		"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): delete and recreate the store to restore")}
+		"; the bootstrap does not start later (the store may serve clients meanwhile, and a restore would overwrite what they wrote): "+bootstrapAgain(kvs))}
+}
+
+// bootstrapAgain is how to run a failed bootstrap again: a store created
+// again on the claims its teardown keeps (whenDeleted Retain) is refused
+// the bootstrap, since they may hold data (ClaimsHoldData). The client
+// Service never selected them: it waits for the bootstrap.
+func bootstrapAgain(kvs *v1alpha1.KeyValueStore) string {
+	return fmt.Sprintf("to try again, delete the store, then its claims %s-%s-* (kept unless whenDeleted is Delete; no client reached them through the store's Service), and create it again",
+		dataVolumeName, kvs.Name)
 }
 
 // heldByUs: attempt 1's Job as startBootstrap created it, suspended and

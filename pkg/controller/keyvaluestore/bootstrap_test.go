@@ -107,6 +107,9 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 			require.NotNil(t, c)
 			assert.Equal(t, tc.reason, c.Reason)
 			assert.Contains(t, c.Message, "spec.bootstrap.fromBackup")
+			// The way to try again: a store created again on the claims it
+			// keeps would be refused with ClaimsHoldData (found by review).
+			assert.Contains(t, c.Message, "delete the store, then its claims data-s-*")
 
 			// The backup completing later does not start the restore: the
 			// store may have served clients in between (found by review).
@@ -185,6 +188,7 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 	st := f.stored(kvs).Status
 	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
 	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Message, "delete the store, then its claims data-s-*")
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning BootstrapFailed")
 
 	// It stays failed when its Jobs are deleted afterwards (before the
