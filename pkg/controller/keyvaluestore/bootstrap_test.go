@@ -109,7 +109,9 @@ func TestBootstrapFromAMissingOrUnfinishedBackupFails(t *testing.T) {
 			assert.Contains(t, c.Message, "spec.bootstrap.fromBackup")
 			// The way to try again: a store created again on the claims it
 			// keeps would be refused with ClaimsHoldData (found by review).
-			assert.Contains(t, c.Message, "delete the store, then its claims data-s-*")
+			// Named by the store's UID: a name prefix would also match
+			// another store's claims (data-s-eu-0; found by review).
+			assert.Contains(t, c.Message, "delete the store, then its claims (kubectl delete pvc -n ns -l kvstore.io/store-uid=uid-1")
 
 			// The backup completing later does not start the restore: the
 			// store may have served clients in between (found by review).
@@ -188,7 +190,7 @@ func TestFailingBootstrapEndsFailed(t *testing.T) {
 	st := f.stored(kvs).Status
 	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
 	assert.Equal(t, ReasonBootstrapFailed, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Reason)
-	assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Message, "delete the store, then its claims data-s-*")
+	assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionBootstrapped).Message, "kubectl delete pvc -n ns -l kvstore.io/store-uid=uid-1")
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning BootstrapFailed")
 
 	// It stays failed when its Jobs are deleted afterwards (before the
@@ -363,6 +365,26 @@ func TestTeardownTakesNoFinalBackupOfAnUnfinishedBootstrap(t *testing.T) {
 	require.NotNil(t, cond, "%v", f.stored(kvs).Status.Conditions)
 	assert.Equal(t, ReasonBootstrapUnfinished, cond.Reason)
 	assert.Contains(t, cond.Message, "bootstrap")
+}
+
+// A store whose bootstrap failed for good before clients got its Service
+// (its backup missing, say) is deleted to try again, as its message says:
+// no Final backup of what no client wrote is recorded Completed (found by
+// review).
+func TestTeardownTakesNoFinalBackupOfAFailedBootstrap(t *testing.T) {
+	kvs := newStore(withBootstrap("nightly"), withBackup)
+	f := newFixture(t, kvs)
+	f.syncToReady(kvs)
+	require.Equal(t, ReasonBackupNotFound, meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBootstrapped).Reason)
+	f.deleteStore(kvs)
+	kube, own := f.passes(kvs, 4)
+	for _, w := range append(kube, own...) {
+		assert.NotContains(t, w, "-final-", "no Final backup of a failed bootstrap")
+	}
+	cond := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionBackupSucceeded)
+	require.NotNil(t, cond, "%v", f.stored(kvs).Status.Conditions)
+	assert.Equal(t, ReasonBootstrapUnfinished, cond.Reason)
+	assert.Contains(t, cond.Message, "BackupNotFound")
 }
 
 // A bootstrap whose Job completed but whose success was not recorded yet
