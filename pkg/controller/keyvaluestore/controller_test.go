@@ -925,6 +925,31 @@ func TestTeardownCutsOffClientsBeforeTheFinalBackup(t *testing.T) {
 	}
 }
 
+// A Service whose selector an admission webhook does not let change is
+// still deleted: without a finalizer it goes, and the teardown goes on
+// (found by review: it retried the patch for ever and never deleted).
+func TestTeardownDeletesAClientServiceItCannotCutOff(t *testing.T) {
+	kvs := newStore(withBackup, withClaimsDeleted, deleting)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "svc-1", Labels: labelsFor(kvs, ComponentData),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kvs, v1alpha1.SchemeGroupVersion.WithKind("KeyValueStore"))}},
+		Spec: corev1.ServiceSpec{Selector: podSelector(kvs, ComponentData)}}
+	f := newFixture(t, kvs, svc)
+	f.kube.PrependReactor("patch", "services", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "s", errors.New("admission webhook denied the request: the selector may not change"))
+	})
+	_, err := f.sync(kvs)
+	require.ErrorContains(t, err, "the selector may not change")
+	kube, own := f.writes()
+	assert.Equal(t, []string{"patch services s", "delete services s"}, kube)
+	assert.NotContains(t, own, "create keyvaluestorebackups s-final-uid1")
+
+	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(svc))
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	_, own = f.writes()
+	assert.Contains(t, own, "create keyvaluestorebackups s-final-uid1", "gone: the teardown goes on")
+}
+
 // finishJob marks a Job Complete or Failed at f.now.
 func (f *fixture) finishJob(name string, cond batchv1.JobConditionType) {
 	f.t.Helper()

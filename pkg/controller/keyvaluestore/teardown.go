@@ -284,20 +284,27 @@ func (t *teardownRun) deleteClientService(ctx context.Context) (stepWait, error)
 	if err != nil || svc == nil {
 		return stepWait{}, err
 	}
+	var cutErr error
 	if !cutOff(svc) {
-		err := t.cutOffClients(ctx, svc)
-		if apierrors.IsNotFound(err) {
+		cutErr = t.cutOffClients(ctx, svc)
+		if apierrors.IsNotFound(cutErr) {
 			return stepWait{message: "client Service " + svc.Name + " deleted"}, nil
 		}
-		if err != nil {
-			return stepWait{}, fmt.Errorf("cut client Service %s/%s off its Pods: %w", t.kvs.Namespace, svc.Name, err)
+		if cutErr != nil {
+			// Deleted all the same (a webhook may refuse the selector's
+			// change): one without a finalizer then goes, and counts as gone.
+			cutErr = fmt.Errorf("cut client Service %s/%s off its Pods (it is deleted all the same, and counts as gone once it is: "+
+				"a finalizer on it waits for this change): %w", t.kvs.Namespace, svc.Name, cutErr)
 		}
 	}
 	if svc.DeletionTimestamp == nil {
 		err = t.c.kube.CoreV1().Services(t.kvs.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(svc.UID))})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return stepWait{}, fmt.Errorf("delete client Service %s/%s: %w", t.kvs.Namespace, svc.Name, err)
+			return stepWait{}, errors.Join(cutErr, fmt.Errorf("delete client Service %s/%s: %w", t.kvs.Namespace, svc.Name, err))
 		}
+	}
+	if cutErr != nil {
+		return stepWait{}, cutErr
 	}
 	return stepWait{message: "client Service " + svc.Name + " deleted"}, nil
 }
