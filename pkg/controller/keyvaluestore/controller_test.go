@@ -1730,6 +1730,43 @@ func TestAPausedStoreTellsTheChangesItHolds(t *testing.T) {
 	assert.False(t, meta.IsStatusConditionTrue(f.stored(kvs).Status.Conditions, v1alpha1.ConditionDegraded))
 }
 
+// A paused store is not Ready while its client Service is missing, or
+// selects the data tier while the proxy it waits for became ready:
+// unpausing would change the Service (found by review).
+func TestAPausedStoreTellsTheClientServiceItHolds(t *testing.T) {
+	t.Run("missing", func(t *testing.T) {
+		f, kvs := readyStore(t)
+		f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+		require.NoError(t, f.kube.CoreV1().Services("ns").Delete(context.Background(), "s", metav1.DeleteOptions{}))
+		require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}))
+		_, err := f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		st := f.stored(kvs).Status
+		assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+		assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing).Message, "Service s is to be created")
+	})
+	t.Run("proxy ready meanwhile", func(t *testing.T) {
+		kvs := newStore(withProxy(2))
+		f := newFixture(t, kvs)
+		_, err := f.sync(kvs)
+		require.NoError(t, err)
+		f.markReady(kvs) // the data tier; no proxy yet
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		_, err = f.kube.AppsV1().Deployments("ns").Get(context.Background(), "s-proxy", metav1.GetOptions{})
+		require.NoError(t, err, "the proxy is created")
+		f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Paused = true })
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		f.markReady(kvs) // the proxy too
+		_, err = f.sync(f.stored(kvs))
+		require.NoError(t, err)
+		st := f.stored(kvs).Status
+		assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+		assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing).Message, "Service s does not have the store's spec")
+	})
+}
+
 // setStatefulSet changes the store's StatefulSet on the fake server, as
 // fieldManager does, and refreshes the caches.
 func (f *fixture) setStatefulSet(kvs *v1alpha1.KeyValueStore, fieldManager string, change func(*appsv1.StatefulSet)) {

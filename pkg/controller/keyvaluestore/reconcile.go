@@ -265,14 +265,17 @@ func (c *Controller) viewPaused(kvs *v1alpha1.KeyValueStore, sts *appsv1.Statefu
 			v.held = append(v.held, fmt.Sprintf("claims %s are to grow to %s", strings.Join(grow, ", "), kvs.Spec.Storage.VolumeSize.String()))
 		}
 	}
-	if svc, err := c.services.cached(kvs.Namespace, kvs.Name); err == nil && ours(svc, kvs) {
-		// Judged on the tier it selects now: which tier it should select
-		// waits with the proxy.
-		desired := clientService(kvs, svc.Spec.Selector[LabelComponent])
+	svc, err := c.services.cached(kvs.Namespace, kvs.Name)
+	switch {
+	case err == nil && ours(svc, kvs):
+		// The tier it should select is judged as apply judges it.
+		desired := clientService(kvs, c.clientComponent(kvs, proxy, proxy != nil && proxy.DeletionTimestamp == nil))
 		live, ok := c.services.applied(svc, desired)
 		if !ok || !apiequality.Semantic.DeepEqual(live.Spec, desired.Spec) || !maps.Equal(live.Annotations, desired.Annotations) {
 			v.held = append(v.held, "Service "+svc.Name+" does not have the store's spec")
 		}
+	case apierrors.IsNotFound(err) && sts != nil && recordedBootstrap(kvs).done:
+		v.held = append(v.held, "Service "+kvs.Name+" is to be created")
 	}
 	want := proxyReplicas(kvs)
 	switch {
