@@ -509,6 +509,35 @@ func TestTeardownWaitingForAnotherBackupSaysWhatHoldsItUp(t *testing.T) {
 	assert.Contains(t, c.Message, want)
 }
 
+// A store deleted with its Final backup skipped while a Manual backup runs
+// keeps its data tier until that backup's Job is done: scaled down (and
+// its claims deleted) under it, the backup failed and the data was gone
+// with every copy of it (found by review).
+func TestTeardownKeepsTheDataTierUnderARunningBackup(t *testing.T) {
+	f, kvs, _ := runningBackup(t)
+	k := f.stored(kvs)
+	k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+	k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.deleteStore(kvs)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs)) // cuts clients off
+	require.NoError(t, err)
+	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+	kube, _ := f.passes(kvs, 4)
+	assert.NotContains(t, kube, "patch statefulsets s", "the data tier stays while backup b reads it")
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, c)
+	assert.Equal(t, StepScaleDownData, c.Reason)
+	assert.Contains(t, c.Message, "backup Job b-1")
+
+	f.finishJob("b-1", batchv1.JobComplete)
+	kube, _ = f.passes(kvs, 2)
+	assert.Contains(t, kube, "patch statefulsets s", "scaled down once the backup is done")
+}
+
 // A teardown whose Final backup a quota on backups refuses waits 30 s at a
 // time, saying so with how to skip it, with one Warning event: not a sync
 // error, whose backoff grows to 1000 s while a quota freed meanwhile wakes

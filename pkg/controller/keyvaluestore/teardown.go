@@ -375,6 +375,16 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 	}
 	switch {
 	case ok && ptr.Deref(sts.Spec.Replicas, 1) != 0:
+		// A backup that still reads the data (a Manual one, with the Final
+		// backup skipped) would fail, and with the claims deleted next the
+		// data would have no copy: the data tier waits for it, as long as
+		// its activeDeadlineSeconds.
+		if j, err := t.c.otherBackupJobRunning(t.kvs, nil); err != nil || j != nil {
+			if err != nil {
+				return stepWait{}, err
+			}
+			return stepWait{message: "backup Job " + j.Name + " still reads the data; the data tier stays until it finishes", after: waitFallback}, nil
+		}
 		if err := scaleToZero(ctx, t.c.kube.AppsV1().StatefulSets(t.kvs.Namespace).Patch, sts.Name, sts.UID); err != nil {
 			return stepWait{}, fmt.Errorf("scale StatefulSet %s/%s to 0: %w", t.kvs.Namespace, sts.Name, err)
 		}
