@@ -72,6 +72,11 @@ func (t *teardownRun) runFinalBackup(ctx context.Context) (stepWait, error) {
 			return stepWait{}, t.recordNoBackup(ctx, ReasonBootstrapUnfinished, unfinishedBootstrapMessage(kvs))
 		}
 	}
+	if b != nil && b.DeletionTimestamp != nil {
+		// Its data may be going (a finalizer removes it): it is no backup
+		// to delete the claims behind. Once it is gone, another is taken.
+		return stepWait{message: fmt.Sprintf("final backup %s is being deleted; a new one is taken once it is gone", b.Name), after: waitFallback}, nil
+	}
 	// A backup that completed is recorded as such, even if the namespace
 	// has started terminating since.
 	if b != nil && b.Status.Phase == v1alpha1.BackupPhaseCompleted {

@@ -105,7 +105,11 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	if err != nil {
 		return result{}, err
 	}
-	backups = slices.DeleteFunc(backups, backupFinished)
+	// One being deleted before it started is not started: its Job would
+	// outlive it.
+	backups = slices.DeleteFunc(backups, func(b *v1alpha1.KeyValueStoreBackup) bool {
+		return backupFinished(b) || b.DeletionTimestamp != nil && b.Status.Attempts == 0
+	})
 	if len(backups) == 0 {
 		return result{}, nil
 	}

@@ -538,6 +538,37 @@ func TestTeardownKeepsTheDataTierUnderARunningBackup(t *testing.T) {
 	assert.Contains(t, kube, "patch statefulsets s", "scaled down once the backup is done")
 }
 
+// A Final backup being deleted (a finalizer removing its data) is no
+// backup to go on behind, Completed or not: the teardown waits for it to
+// go and takes another (found by review: it recorded it and deleted the
+// claims). A backup deleted before it started is not started.
+func TestTeardownDoesNotGoOnBehindAFinalBackupBeingDeleted(t *testing.T) {
+	kvs := newStore(withBackup, withClaimsDeleted, deleting)
+	f := newFixture(t, kvs)
+	_, own := f.passes(kvs, 3)
+	require.Contains(t, own, "create keyvaluestorebackups "+finalBackupName(kvs))
+
+	b := f.backup(finalBackupName(kvs))
+	b.Status.Phase = v1alpha1.BackupPhaseCompleted
+	b.Status.CompletionTime = ptr.To(metav1.NewTime(testNow))
+	b.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	b.Finalizers = []string{"example.com/remove-data"}
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), b, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	kube, _ := f.passes(kvs, 2)
+	assert.NotContains(t, kube, "patch statefulsets s", "the data tier stays")
+	st := f.stored(kvs).Status
+	assert.False(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionBackupSucceeded))
+	assert.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing).Message, "is being deleted")
+
+	gone := newBackup("gone", v1alpha1.BackupReasonManual)
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	gone.Finalizers = []string{"example.com/remove-data"}
+	f = newFixture(t, newStore(withBackup), gone)
+	kube, _ = f.passes(kvs, 2)
+	assert.NotContains(t, kube, "apply jobs gone-1", "a backup deleted before it started does not start")
+}
+
 // A teardown whose Final backup a quota on backups refuses waits 30 s at a
 // time, saying so with how to skip it, with one Warning event: not a sync
 // error, whose backoff grows to 1000 s while a quota freed meanwhile wakes
