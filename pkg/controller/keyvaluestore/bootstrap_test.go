@@ -783,8 +783,9 @@ func TestRefusedBootstrapJobIsNotTakenForStarted(t *testing.T) {
 		refused = true
 		return true, nil, apierrors.NewForbidden(batchv1.Resource("jobs"), bootstrapJobName(kvs, 1), errors.New("exceeded quota"))
 	})
-	_, err := f.sync(f.stored(kvs))
-	require.Error(t, err)
+	res, err := f.sync(f.stored(kvs))
+	require.NoError(t, err, "a quota's refusal is tried again every 30 s, not with the error backoff")
+	assert.Equal(t, waitFallback, res.requeueAfter)
 	require.True(t, refused)
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))

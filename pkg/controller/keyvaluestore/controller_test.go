@@ -556,6 +556,31 @@ func TestSyncRefusesObjectInTheWay(t *testing.T) {
 	assert.True(t, ours(other, kvs), "an orphan with the store's labels is found by name and labels")
 }
 
+// A Service a quota refuses (services.loadbalancers) is told, and applied
+// again every 30 s: the quota is not watched, and the error backoff grew
+// to 1000 s, so a quota lifted meanwhile waited up to that (found by live
+// review).
+func TestAServiceAQuotaRefusesIsTriedEvery30s(t *testing.T) {
+	kvs := newStore(func(k *v1alpha1.KeyValueStore) {
+		k.Spec.Service = &v1alpha1.ClientService{Type: v1alpha1.ServiceTypeLoadBalancer}
+	})
+	f := newFixture(t, kvs)
+	f.kube.PrependReactor("patch", "services", func(a core.Action) (bool, runtime.Object, error) {
+		if a.(core.PatchAction).GetName() != "s" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "s",
+			errors.New("exceeded quota: q, requested: services.loadbalancers=1, used: services.loadbalancers=0, limited: services.loadbalancers=0"))
+	})
+	res, err := f.sync(kvs)
+	require.NoError(t, err, "not a sync error: the rate limiter must not drive retries")
+	assert.Equal(t, waitFallback, res.requeueAfter)
+	p := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, p)
+	assert.Equal(t, ReasonApplyFailed, p.Reason)
+	assert.Contains(t, p.Message, "exceeded quota")
+}
+
 // Item 5: the client Service moves to the proxy only once it is ready, and
 // back to the data tier before the proxy Deployment goes.
 func TestClientServiceFollowsAReadyProxy(t *testing.T) {

@@ -151,12 +151,14 @@ func (c *Controller) syncStore(ctx context.Context, kvs *v1alpha1.KeyValueStore)
 		// again now and then.
 		res = res.sooner(result{requeueAfter: waitFallback})
 	}
-	if inTheWay != nil && statusErr == nil {
+	if (inTheWay != nil || exceededQuota(applyErr)) && statusErr == nil {
 		// Nothing of ours changes when the user removes the object in the
-		// way (it is not labelled ours): look again now and then, without
-		// the error backoff. What else failed meanwhile is logged.
+		// way (it is not labelled ours), nor when the quota that refused
+		// an object is raised (it is not watched): look again now and
+		// then, without the error backoff. What else failed meanwhile is
+		// logged.
 		if err := errors.Join(rolloutErr, resizeErr); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Store pass failed while an object is in its way; looking again in 30 s", "keyvaluestore", klog.KObj(kvs))
+			utilruntime.HandleErrorWithContext(ctx, err, "Store pass failed while an object is in its way or refused by a quota; looking again in 30 s", "keyvaluestore", klog.KObj(kvs))
 		}
 		return res.sooner(result{requeueAfter: waitFallback}), scheduleErr
 	}
