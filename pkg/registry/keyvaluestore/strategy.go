@@ -174,6 +174,7 @@ func (Strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []s
 	warnings = append(warnings, pullSecretWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	warnings = append(warnings, spreadWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	warnings = append(warnings, exposureWarnings(&newKVS.Spec, &oldKVS.Spec)...)
+	warnings = append(warnings, unexposureWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 	return append(warnings, growthWarnings(&newKVS.Spec, &oldKVS.Spec)...)
 }
 
@@ -219,6 +220,17 @@ func exposureWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
 		return nil
 	}
 	return []string{w}
+}
+
+// unexposureWarnings say, when spec.service that opened the store is
+// removed, what server-side apply leaves: the controller gives up only
+// what it alone set on the Service.
+func unexposureWarnings(spec, old *kvstore.KeyValueStoreSpec) []string {
+	if spec.Service != nil || old.Service == nil || old.Service.Type == kvstore.ServiceTypeClusterIP {
+		return nil
+	}
+	return []string{"spec.service: removed; the client Service goes back to ClusterIP, but a type, source ranges or annotations " +
+		"also set on it by hand (kubectl patch service) stay, and keep the store open: check it with kubectl get service"}
 }
 
 func exposureWarning(s *kvstore.ClientService) string {

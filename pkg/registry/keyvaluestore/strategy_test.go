@@ -536,7 +536,12 @@ func TestWarningsOnExposingTheClientService(t *testing.T) {
 	warnings = update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service.Type = kvstore.ServiceTypeNodePort })
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "NodePort")
-	assert.Empty(t, update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service = nil }))
+	// Removed: what server-side apply leaves is told (found by live review).
+	warnings = update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service = nil })
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "also set on it by hand")
+	old.Spec.Service.Type = kvstore.ServiceTypeClusterIP
+	assert.Empty(t, update(old, func(k *kvstore.KeyValueStore) { k.Spec.Service = nil }), "nothing was open")
 }
 
 // Taking the security context or the data replicas' resources away warns:
