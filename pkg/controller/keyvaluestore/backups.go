@@ -132,6 +132,10 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	var runnable []*v1alpha1.KeyValueStoreBackup
 	for _, b := range backups {
 		if reason, msg := cannotRun(kvs, b); reason != "" {
+			if b.Status.Attempts > 0 && (kvs == nil || kvs.Spec.Backup == nil) {
+				errs = append(errs, c.endStartedAttempt(ctx, b, reason, msg))
+				continue
+			}
 			errs = append(errs, c.failBackup(ctx, b, reason, msg))
 			continue
 		}
@@ -163,6 +167,27 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	}
 	res, err := c.runBackup(ctx, kvs, active)
 	return res, errors.Join(append(errs, err)...)
+}
+
+// endStartedAttempt ends a started backup whose store is gone or no longer
+// configures backups as its attempt's Job ends: a Job that succeeded took
+// the backup, one that still runs may, and no further attempt starts.
+func (c *Controller) endStartedAttempt(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, reason, msg string) error {
+	attempt := int(b.Status.Attempts)
+	job, err := c.jobKind.get(ctx, b.Namespace, backupJobName(b, attempt))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get backup Job %s: %w", backupJobName(b, attempt), err)
+	case !metav1.IsControlledBy(job, b):
+	case jobCondition(job, batchv1.JobComplete):
+		return c.completeBackup(ctx, b, job)
+	case !jobCondition(job, batchv1.JobFailed):
+		return nil // its end brings the store's key back
+	default:
+		msg += fmt.Sprintf("; attempt %d failed (%s, Job %s) and no other starts", attempt, jobFailureReason(job), job.Name)
+	}
+	return c.failBackup(ctx, b, reason, msg)
 }
 
 // cannotRun says why a backup can never run (reason ""  if it can).

@@ -509,6 +509,25 @@ func TestTeardownWaitingForAnotherBackupSaysWhatHoldsItUp(t *testing.T) {
 	assert.Contains(t, c.Message, want)
 }
 
+// A backup whose Job already runs is not failed when the store's
+// spec.backup is removed meanwhile: its Job decides, and a success is
+// recorded Completed; no further attempt starts (found by review: it read
+// Failed/BackupNotConfigured while its Job went on and succeeded).
+func TestAStartedBackupEndsAsItsJobDoesWhenSpecBackupIsRemoved(t *testing.T) {
+	f, kvs, _ := runningBackup(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
+	_, err := f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseRunning, b.Status.Phase, "its Job still runs")
+
+	f.finishJob("b-1", batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.BackupPhaseCompleted, f.backup("b").Status.Phase)
+}
+
 // A store deleted with its Final backup skipped while a Manual backup runs
 // keeps its data tier until that backup's Job is done: scaled down (and
 // its claims deleted) under it, the backup failed and the data was gone
