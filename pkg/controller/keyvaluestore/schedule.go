@@ -97,8 +97,18 @@ type scheduling struct {
 // status is remembered), which slot is due, the next slot and what to prune.
 func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStoreBackup, now time.Time) scheduling {
 	b := kvs.Spec.Backup
-	if b == nil || b.Schedule == "" || kvs.Spec.Paused || kvs.DeletionTimestamp != nil {
+	if b == nil || b.Schedule == "" {
 		return scheduling{}
+	}
+	// Only this store's own: scheduled backups of an earlier store of the
+	// same name are neither its position nor its to prune.
+	scheduled := slices.DeleteFunc(scheduledOf(backups), func(b *v1alpha1.KeyValueStoreBackup) bool {
+		return b.Annotations[storeUIDAnnotation] != string(kvs.UID)
+	})
+	if kvs.Spec.Paused || kvs.DeletionTimestamp != nil {
+		// Nothing is due or pruned; those created still run, and the
+		// newest finished one is still reported.
+		return scheduling{scheduled: scheduled}
 	}
 	sched, err := validation.ParseSchedule(b.Schedule, b.TimeZone)
 	if err != nil {
@@ -109,11 +119,6 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 		// Stored before the API refused it: say so rather than never fire.
 		return scheduling{err: errors.New("it matches no time in the next five years")}
 	}
-	// Only this store's own: scheduled backups of an earlier store of the
-	// same name are neither its position nor its to prune.
-	scheduled := slices.DeleteFunc(scheduledOf(backups), func(b *v1alpha1.KeyValueStoreBackup) bool {
-		return b.Annotations[storeUIDAnnotation] != string(kvs.UID)
-	})
 	after := kvs.CreationTimestamp.Time
 	if len(scheduled) > 0 {
 		newest, _ := slotOf(scheduled[0])

@@ -221,6 +221,29 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
+// A paused store still reports the newest finished scheduled backup:
+// those already created still run, and one that failed while the store
+// was paused is told (found by review: the condition kept the success
+// before the pause).
+func TestAPausedStoreReportsItsNewestScheduledBackup(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7), func(k *v1alpha1.KeyValueStore) { k.Spec.Paused = true })
+	completed := scheduledBackup(kvs, testNow.Add(-time.Hour), v1alpha1.BackupPhaseCompleted)
+	st := kvs.Status.DeepCopy()
+	observeBackups(st, kvs, []*v1alpha1.KeyValueStoreBackup{completed}, planSchedule(kvs, []*v1alpha1.KeyValueStoreBackup{completed}, testNow))
+	require.True(t, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded))
+
+	failed := scheduledBackup(kvs, testNow, v1alpha1.BackupPhaseFailed)
+	backups := []*v1alpha1.KeyValueStoreBackup{failed, completed}
+	plan := planSchedule(kvs, backups, testNow)
+	assert.True(t, plan.due.IsZero(), "nothing is due while paused")
+	assert.Empty(t, plan.prune, "nothing is pruned while paused")
+	observeBackups(st, kvs, backups, plan)
+	cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionScheduledBackupSucceeded)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Nil(t, st.NextBackupTime)
+}
+
 // An event tells a condition's change once, not again with every spec
 // change: the conditions are stamped with each new generation, and an
 // Event was sent whenever the stamp moved (a BootstrapSucceeded after each
