@@ -557,6 +557,49 @@ func TestTeardownKeepsTheDataTierUnderARunningBackup(t *testing.T) {
 	assert.Contains(t, kube, "patch statefulsets s", "scaled down once the backup is done")
 }
 
+// What reads no data does not hold the data tier (found by review of the
+// rule above): a backup Job whose only Pod is stuck terminating (its Node
+// gone; the job controller adds Failed only once it is gone), the Final
+// backup's own Job once the user skipped it, and any Job in a namespace
+// being deleted (the namespace controller removes them).
+func TestTeardownDoesNotKeepTheDataTierForWhatReadsNothing(t *testing.T) {
+	for name, hold := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore){
+		"pod stuck terminating": func(f *fixture, _ *v1alpha1.KeyValueStore) {
+			job := f.job("b-1")
+			job.Status.Active, job.Status.Terminating = 0, ptr.To[int32](1)
+			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue}}
+			_, err := f.kube.BatchV1().Jobs("ns").UpdateStatus(context.Background(), job, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+		},
+		"namespace terminating": func(f *fixture, _ *v1alpha1.KeyValueStore) {
+			require.NoError(f.t, f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(&corev1.Namespace{
+				ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: ptr.To(metav1.NewTime(testNow))},
+				Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}))
+		},
+		"the skipped Final backup's own": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			job := f.job("b-1")
+			job.OwnerReferences[0].Name = finalBackupName(kvs)
+			_, err := f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, kvs, _ := runningBackup(t)
+			k := f.stored(kvs)
+			k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+			_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			f.deleteStore(kvs)
+			hold(f, kvs)
+			require.NoError(t, f.kube.CoreV1().Services("ns").Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
+			require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+			kube, _ := f.passes(kvs, 4)
+			assert.Contains(t, kube, "patch statefulsets s")
+		})
+	}
+}
+
 // A Final backup being deleted (a finalizer removing its data) is no
 // backup to go on behind, Completed or not: the teardown waits for it to
 // go and takes another (found by review: it recorded it and deleted the

@@ -379,7 +379,7 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 		// backup skipped) would fail, and with the claims deleted next the
 		// data would have no copy: the data tier waits for it, as long as
 		// its activeDeadlineSeconds.
-		if j, err := t.c.otherBackupJobRunning(t.kvs, nil); err != nil || j != nil {
+		if j, err := t.backupReadingData(); err != nil || j != nil {
 			if err != nil {
 				return stepWait{}, err
 			}
@@ -400,6 +400,33 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 		}
 	}
 	return t.waitForPods(ComponentData)
+}
+
+// backupReadingData is a backup Job of the store whose Pod may read the
+// data (nil if none): one whose Pod runs or is about to, not one whose Pod
+// only terminates (its Node gone, say) or cannot start, nor the Final
+// backup's own (done, or skipped by the user), nor any in a namespace
+// being deleted (the namespace controller removes them).
+func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
+	if t.terminating() {
+		return nil, nil
+	}
+	jobs, err := componentObjects[*batchv1.Job](t.c.jobs, t.kvs, ComponentBackup)
+	if err != nil {
+		return nil, fmt.Errorf("list backup Jobs: %w", err)
+	}
+	final := finalBackupName(t.kvs)
+	for _, j := range jobs {
+		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == final {
+			continue
+		}
+		fresh := j.Status.StartTime == nil && j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false)
+		if jobDecided(j) || j.Status.Active == 0 && !fresh || t.c.jobPodStuck(t.kvs, j, ComponentBackup) != "" {
+			continue
+		}
+		return j, nil
+	}
+	return nil, nil
 }
 
 // ownedLive is the store's object of kind k named name, read with k.get (a
