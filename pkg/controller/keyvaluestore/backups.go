@@ -132,7 +132,7 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 	var runnable []*v1alpha1.KeyValueStoreBackup
 	for _, b := range backups {
 		if reason, msg := cannotRun(kvs, b); reason != "" {
-			if b.Status.Attempts > 0 && (kvs == nil || kvs.Spec.Backup == nil) {
+			if b.Status.Attempts > 0 && (kvs == nil || kvs.Spec.Backup == nil && !takenForAnother(b, kvs)) {
 				errs = append(errs, c.endStartedAttempt(ctx, b, reason, msg))
 				continue
 			}
@@ -175,6 +175,9 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 func (c *Controller) endStartedAttempt(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, reason, msg string) error {
 	attempt := int(b.Status.Attempts)
 	job, err := c.jobKind.get(ctx, b.Namespace, backupJobName(b, attempt))
+	// The attempt's end is counted here unless it was recorded already
+	// (failBackup's reason is not an attempt's).
+	unrecorded := !attemptFailureRecorded(b, c.attemptFailedAt(b))
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -185,9 +188,16 @@ func (c *Controller) endStartedAttempt(ctx context.Context, b *v1alpha1.KeyValue
 	case !jobCondition(job, batchv1.JobFailed):
 		return nil // its end brings the store's key back
 	default:
+		unrecorded = !attemptFailureRecorded(b, jobFailedAt(job))
 		msg += fmt.Sprintf("; attempt %d failed (%s, Job %s) and no other starts", attempt, jobFailureReason(job), job.Name)
 	}
-	return c.failBackup(ctx, b, reason, msg)
+	if err := c.failBackup(ctx, b, reason, msg); err != nil {
+		return err
+	}
+	if unrecorded {
+		observeBackupAttempt(b.Spec.Reason, false)
+	}
+	return nil
 }
 
 // cannotRun says why a backup can never run (reason ""  if it can).

@@ -528,6 +528,26 @@ func TestAStartedBackupEndsAsItsJobDoesWhenSpecBackupIsRemoved(t *testing.T) {
 	assert.Equal(t, v1alpha1.BackupPhaseCompleted, f.backup("b").Status.Phase)
 }
 
+// A started backup taken for an earlier store of the same name fails as
+// StoreNotFound whatever the new store's spec: its Job, which went on
+// against the new store's Pods, is not recorded as its backup (found by
+// review of the rule above).
+func TestAStartedBackupOfAnEarlierStoreFailsWhateverItsJobDid(t *testing.T) {
+	f, kvs, _ := runningBackup(t)
+	b := f.backup("b")
+	b.Annotations[storeUIDAnnotation] = "uid-0"
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), b, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
+	f.finishJob("b-1", batchv1.JobComplete)
+	f.refreshCache("ns")
+	_, err = f.sync(f.stored(kvs))
+	require.NoError(t, err)
+	b = f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+}
+
 // A store deleted with its Final backup skipped while a Manual backup runs
 // keeps its data tier until that backup's Job is done: scaled down (and
 // its claims deleted) under it, the backup failed and the data was gone

@@ -61,6 +61,24 @@ kvstore_store_status_phase{name="ready",namespace="ns",phase="Ready"} 1
 	require.NoError(t, testutil.CustomCollectAndCompare(newStoreCollector(&stores), strings.NewReader(want), names...))
 }
 
+// A started attempt that ends after its store lost spec.backup is counted
+// too (found by review: only the success was).
+func TestAnAttemptEndedWithoutSpecBackupIsCounted(t *testing.T) {
+	registerMetrics()
+	failed := func() float64 {
+		v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), "failed"))
+		require.NoError(t, err)
+		return v
+	}
+	before := failed()
+	f, kvs, _ := runningBackup(t)
+	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
+	f.finishJob("b-1", batchv1.JobFailed)
+	f.passes(kvs, 2)
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
+	assert.Equal(t, before+1, failed())
+}
+
 // Each backup attempt's end is counted once, by the backup's reason and
 // result, however often the store is synced.
 func TestBackupAttemptsAreCountedOnce(t *testing.T) {
