@@ -360,6 +360,12 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	}
 	next := failedAt.Add(backupBackoff(attempt))
 	msg := fmt.Sprintf("attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
+	// A backup being deleted (a finalizer removing its data) starts no
+	// other attempt: its Job would write into what is being removed.
+	deleting := b.DeletionTimestamp != nil
+	if deleting {
+		msg = fmt.Sprintf("attempt %d failed (%s); no other starts: the backup is being deleted", attempt, why)
+	}
 	record := func() error {
 		return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
 			st.Message = msg
@@ -369,6 +375,12 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			// backoff counts from once its Job is gone (attemptFailedAt).
 			meta.FindStatusCondition(st.Conditions, BackupConditionFailed).LastTransitionTime = metav1.NewTime(failedAt)
 		}, corev1.EventTypeWarning, ReasonAttemptFailed)
+	}
+	if deleting {
+		if recorded {
+			return result{}, nil
+		}
+		return result{}, record()
 	}
 	if wait := next.Sub(c.now().Time); wait > 0 {
 		if recorded {

@@ -548,6 +548,22 @@ func TestAStartedBackupOfAnEarlierStoreFailsWhateverItsJobDid(t *testing.T) {
 	assert.Equal(t, ReasonStoreNotFound, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
 }
 
+// A backup being deleted after it started (a finalizer removing its data)
+// starts no other attempt when this one fails (found by review).
+func TestABackupBeingDeletedStartsNoOtherAttempt(t *testing.T) {
+	f, kvs, _ := runningBackup(t)
+	b := f.backup("b")
+	b.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	b.Finalizers = []string{"example.com/remove-data"}
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Update(context.Background(), b, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.finishJob("b-1", batchv1.JobFailed)
+	f.now = f.now.Add(time.Hour) // past any backoff
+	kube, _ := f.passes(kvs, 3)
+	assert.NotContains(t, kube, "apply jobs b-2")
+	assert.Contains(t, f.backup("b").Status.Message, "no other starts: the backup is being deleted")
+}
+
 // A store deleted with its Final backup skipped while a Manual backup runs
 // keeps its data tier until that backup's Job is done: scaled down (and
 // its claims deleted) under it, the backup failed and the data was gone

@@ -125,7 +125,9 @@ func planSchedule(kvs *v1alpha1.KeyValueStore, backups []*v1alpha1.KeyValueStore
 		after = later(after, newest)
 	}
 	due := dueSlot(sched, after, now)
-	if slices.ContainsFunc(scheduled, func(b *v1alpha1.KeyValueStoreBackup) bool { return !backupFinished(b) && b.Status.Attempts == 0 }) {
+	if slices.ContainsFunc(scheduled, func(b *v1alpha1.KeyValueStoreBackup) bool {
+		return !backupFinished(b) && b.Status.Attempts == 0 && b.DeletionTimestamp == nil
+	}) {
 		// One still waits to start and takes the data when it runs: at
 		// most one waits, however long backups are held up.
 		due = time.Time{}

@@ -221,6 +221,18 @@ func TestScheduledBackupFailureIsReported(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
+// A scheduled backup deleted before it started (held by a finalizer) is
+// never started, and does not hold the next slots back (found by review:
+// the schedule stopped without a word).
+func TestAScheduledBackupDeletedBeforeItStartedHoldsNothingBack(t *testing.T) {
+	kvs := newStore(withSchedule("0 * * * *", 7))
+	kvs.CreationTimestamp = metav1.NewTime(testNow.Add(-3 * time.Hour))
+	waiting := scheduledBackup(kvs, testNow.Add(-2*time.Hour), v1alpha1.BackupPhasePending)
+	waiting.DeletionTimestamp = ptr.To(metav1.NewTime(testNow))
+	plan := planSchedule(kvs, []*v1alpha1.KeyValueStoreBackup{waiting}, testNow)
+	assert.False(t, plan.due.IsZero(), "the next slot is due")
+}
+
 // A paused store still reports the newest finished scheduled backup:
 // those already created still run, and one that failed while the store
 // was paused is told (found by review: the condition kept the success
