@@ -28,10 +28,13 @@ const (
 	ReasonStoreNotFound       = "StoreNotFound"
 	ReasonBackupNotConfigured = "BackupNotConfigured"
 	ReasonStoreDeleted        = "StoreDeleted"
-	ReasonAttemptsExhausted   = "AttemptsExhausted"
-	ReasonJobSucceeded        = "JobSucceeded"
-	ReasonAttemptFailed       = "AttemptFailed"
-	ReasonWaitingForBackup    = "WaitingForOtherBackup"
+	// ReasonBackupDeleted: the backup was deleted (a finalizer holds it)
+	// and its attempt failed: no other attempt starts.
+	ReasonBackupDeleted     = "BackupDeleted"
+	ReasonAttemptsExhausted = "AttemptsExhausted"
+	ReasonJobSucceeded      = "JobSucceeded"
+	ReasonAttemptFailed     = "AttemptFailed"
+	ReasonWaitingForBackup  = "WaitingForOtherBackup"
 	// ReasonJobInTheWay: the attempt's Job name is taken by a Job the
 	// backup does not control (another backup's, a bootstrap's, a user's).
 	ReasonJobInTheWay = "JobInTheWay"
@@ -360,11 +363,17 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	}
 	next := failedAt.Add(backupBackoff(attempt))
 	msg := fmt.Sprintf("attempt %d failed (%s); attempt %d starts at %s", attempt, why, attempt+1, next.UTC().Format(time.RFC3339))
-	// A backup being deleted (a finalizer removing its data) starts no
-	// other attempt: its Job would write into what is being removed.
-	deleting := b.DeletionTimestamp != nil
-	if deleting {
-		msg = fmt.Sprintf("attempt %d failed (%s); no other starts: the backup is being deleted", attempt, why)
+	// No other attempt starts for a backup being deleted (its Job would
+	// write into what a finalizer removes), nor for a Manual or Scheduled
+	// one of a store being torn down (its replicas may be gone): it ends.
+	if endReason, end := endsAfterFailure(kvs, b); endReason != "" {
+		if err := c.failBackup(ctx, b, endReason, fmt.Sprintf("attempt %d failed (%s); no other starts: %s", attempt, why, end)); err != nil {
+			return result{}, err
+		}
+		if !recorded {
+			observeBackupAttempt(b.Spec.Reason, false)
+		}
+		return result{}, nil
 	}
 	record := func() error {
 		return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {
@@ -375,12 +384,6 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 			// backoff counts from once its Job is gone (attemptFailedAt).
 			meta.FindStatusCondition(st.Conditions, BackupConditionFailed).LastTransitionTime = metav1.NewTime(failedAt)
 		}, corev1.EventTypeWarning, ReasonAttemptFailed)
-	}
-	if deleting {
-		if recorded {
-			return result{}, nil
-		}
-		return result{}, record()
 	}
 	if wait := next.Sub(c.now().Time); wait > 0 {
 		if recorded {
@@ -400,6 +403,18 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 		return result{}, err
 	}
 	return c.startBackupAttempt(ctx, kvs, b, attempt+1)
+}
+
+// endsAfterFailure says why b starts no other attempt after a failed one,
+// if it does not.
+func endsAfterFailure(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (reason, why string) {
+	switch {
+	case b.DeletionTimestamp != nil:
+		return ReasonBackupDeleted, "the backup is being deleted"
+	case kvs != nil && kvs.DeletionTimestamp != nil && !teardownsOwn(kvs, b):
+		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
+	}
+	return "", ""
 }
 
 // withHeldUp adds to why, the failure of b's attempt, what its running

@@ -561,7 +561,32 @@ func TestABackupBeingDeletedStartsNoOtherAttempt(t *testing.T) {
 	f.now = f.now.Add(time.Hour) // past any backoff
 	kube, _ := f.passes(kvs, 3)
 	assert.NotContains(t, kube, "apply jobs b-2")
-	assert.Contains(t, f.backup("b").Status.Message, "no other starts: the backup is being deleted")
+	b = f.backup("b")
+	assert.Contains(t, b.Status.Message, "no other starts: the backup is being deleted")
+	// Ended for good: it holds no other backup of the store behind it
+	// (found by review: it stayed Running).
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, ReasonBackupDeleted, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+	next := newBackup("c", v1alpha1.BackupReasonManual)
+	_, err = f.kvs.KvstoreV1alpha1().KeyValueStoreBackups("ns").Create(context.Background(), next, metav1.CreateOptions{})
+	require.NoError(t, err)
+	kube, _ = f.passes(kvs, 2)
+	assert.Contains(t, kube, "apply jobs c-1")
+}
+
+// A started Manual backup whose attempt fails once its store's teardown
+// began starts no other attempt (there may be no replica left to read):
+// it ends StoreDeleted (found by review).
+func TestABackupOfAStoreBeingDeletedStartsNoOtherAttempt(t *testing.T) {
+	f, kvs, _ := runningBackup(t)
+	f.deleteStore(kvs)
+	f.finishJob("b-1", batchv1.JobFailed)
+	f.now = f.now.Add(time.Hour)
+	kube, _ := f.passes(kvs, 3)
+	assert.NotContains(t, kube, "apply jobs b-2")
+	b := f.backup("b")
+	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
+	assert.Equal(t, ReasonStoreDeleted, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
 }
 
 // A store deleted with its Final backup skipped while a Manual backup runs
@@ -591,6 +616,58 @@ func TestTeardownKeepsTheDataTierUnderARunningBackup(t *testing.T) {
 	f.finishJob("b-1", batchv1.JobComplete)
 	kube, _ = f.passes(kvs, 2)
 	assert.Contains(t, kube, "patch statefulsets s", "scaled down once the backup is done")
+}
+
+// What may still read the data holds the data tier (found by review of
+// the rule below): the Final backup's own Job when spec.backup was removed
+// (not skipped) during the teardown, and a Job whose Pod is unschedulable
+// for now (the scale-down would free what it waits for, and it would then
+// run against no replica).
+func TestTeardownKeepsTheDataTierForWhatMayStillRead(t *testing.T) {
+	for name, hold := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore){
+		"the Final backup's own, spec.backup removed": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			job := f.job("b-1")
+			job.OwnerReferences[0].Name = finalBackupName(kvs)
+			_, err := f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
+		},
+		"a Pod unschedulable for now": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
+			job := f.job("b-1")
+			job.Status.Active = 1
+			_, err := f.kube.BatchV1().Jobs("ns").UpdateStatus(context.Background(), job, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b-1-x", Namespace: "ns", Labels: labelsFor(kvs, ComponentBackup),
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+					Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}}
+			_, err = f.kube.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{})
+			require.NoError(f.t, err)
+			f.cache(pod)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, kvs, _ := runningBackup(t)
+			k := f.stored(kvs)
+			k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+			if name == "a Pod unschedulable for now" {
+				k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+			}
+			_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			f.deleteStore(kvs)
+			hold(f, kvs)
+			require.NoError(t, f.kube.CoreV1().Services("ns").Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
+			require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+			kube, _ := f.passes(kvs, 4)
+			assert.NotContains(t, kube, "patch statefulsets s")
+			c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+			require.NotNil(t, c)
+			assert.Equal(t, StepScaleDownData, c.Reason, "waits at the data tier: %s", c.Message)
+			assert.Contains(t, c.Message, "backup Job b-1 still reads the data")
+		})
+	}
 }
 
 // What reads no data does not hold the data tier (found by review of the

@@ -403,10 +403,12 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 }
 
 // backupReadingData is a backup Job of the store whose Pod may read the
-// data (nil if none): one whose Pod runs or is about to, not one whose Pod
-// only terminates (its Node gone, say) or cannot start, nor the Final
-// backup's own (done, or skipped by the user), nor any in a namespace
-// being deleted (the namespace controller removes them).
+// data (nil if none): one whose Pod runs or is about to (also one that
+// cannot start for now: the scale-down may free what it waits for), not
+// one whose Pod only terminates (its Node gone, say), nor the Final
+// backup's own once the user skipped it, nor any in a namespace being
+// deleted (the namespace controller removes them). A Job is waited for at
+// most its activeDeadlineSeconds; deleting its backup ends the wait.
 func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
 	if t.terminating() {
 		return nil, nil
@@ -415,13 +417,13 @@ func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list backup Jobs: %w", err)
 	}
-	final := finalBackupName(t.kvs)
+	final, skipped := finalBackupName(t.kvs), t.kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true"
 	for _, j := range jobs {
-		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == final {
+		if ref := metav1.GetControllerOfNoCopy(j); skipped && ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == final {
 			continue
 		}
 		fresh := j.Status.StartTime == nil && j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false)
-		if jobDecided(j) || j.Status.Active == 0 && !fresh || t.c.jobPodStuck(t.kvs, j, ComponentBackup) != "" {
+		if jobDecided(j) || j.Status.Active == 0 && !fresh {
 			continue
 		}
 		return j, nil
