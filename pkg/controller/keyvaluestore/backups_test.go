@@ -595,27 +595,47 @@ func TestABackupOfAStoreBeingDeletedStartsNoOtherAttempt(t *testing.T) {
 // with every copy of it (found by review).
 func TestTeardownKeepsTheDataTierUnderARunningBackup(t *testing.T) {
 	f, kvs, _ := runningBackup(t)
-	k := f.stored(kvs)
-	k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
-	k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
-	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	f.deleteStore(kvs)
-	f.refreshCache("ns")
-	_, err = f.sync(f.stored(kvs)) // cuts clients off
-	require.NoError(t, err)
-	require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
-	kube, _ := f.passes(kvs, 4)
+	kube := f.deleteDuringBackup(kvs, true, nil)
 	assert.NotContains(t, kube, "patch statefulsets s", "the data tier stays while backup b reads it")
-	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
-	require.NotNil(t, c)
-	assert.Equal(t, StepScaleDownData, c.Reason)
-	assert.Contains(t, c.Message, "backup Job b-1")
+	f.assertDataTierWaitsForB1(kvs)
 
 	f.finishJob("b-1", batchv1.JobComplete)
 	kube, _ = f.passes(kvs, 2)
 	assert.Contains(t, kube, "patch statefulsets s", "scaled down once the backup is done")
+}
+
+// deleteDuringBackup deletes a store whose backup b runs (runningBackup),
+// its claims to be deleted, skipping its Final backup if skip; hold runs
+// after the deletion. It returns the next passes' writes to kube.
+func (f *fixture) deleteDuringBackup(kvs *v1alpha1.KeyValueStore, skip bool, hold func(*fixture, *v1alpha1.KeyValueStore)) []string {
+	f.t.Helper()
+	k := f.stored(kvs)
+	if skip {
+		k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+	}
+	k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+	_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.deleteStore(kvs)
+	if hold != nil {
+		hold(f, kvs)
+	}
+	// The client Service gone (the fake server does not cut it off).
+	require.NoError(f.t, f.kube.CoreV1().Services("ns").Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
+	require.NoError(f.t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
+	kube, _ := f.passes(kvs, 4)
+	return kube
+}
+
+// assertDataTierWaitsForB1: the teardown waits at the data tier for backup
+// Job b-1, saying so.
+func (f *fixture) assertDataTierWaitsForB1(kvs *v1alpha1.KeyValueStore) {
+	f.t.Helper()
+	c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(f.t, c)
+	assert.Equal(f.t, StepScaleDownData, c.Reason, "waits at the data tier: %s", c.Message)
+	assert.Contains(f.t, c.Message, "backup Job b-1 still reads the data")
 }
 
 // What may still read the data holds the data tier (found by review of
@@ -648,24 +668,9 @@ func TestTeardownKeepsTheDataTierForWhatMayStillRead(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, kvs, _ := runningBackup(t)
-			k := f.stored(kvs)
-			k.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
-			if name == "a Pod unschedulable for now" {
-				k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
-			}
-			_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
-			require.NoError(t, err)
-			f.deleteStore(kvs)
-			hold(f, kvs)
-			require.NoError(t, f.kube.CoreV1().Services("ns").Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
-			require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
-				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
-			kube, _ := f.passes(kvs, 4)
+			kube := f.deleteDuringBackup(kvs, name == "a Pod unschedulable for now", hold)
 			assert.NotContains(t, kube, "patch statefulsets s")
-			c := meta.FindStatusCondition(f.stored(kvs).Status.Conditions, v1alpha1.ConditionProgressing)
-			require.NotNil(t, c)
-			assert.Equal(t, StepScaleDownData, c.Reason, "waits at the data tier: %s", c.Message)
-			assert.Contains(t, c.Message, "backup Job b-1 still reads the data")
+			f.assertDataTierWaitsForB1(kvs)
 		})
 	}
 }
@@ -698,17 +703,7 @@ func TestTeardownDoesNotKeepTheDataTierForWhatReadsNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, kvs, _ := runningBackup(t)
-			k := f.stored(kvs)
-			k.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
-			_, err := f.kvs.KvstoreV1alpha1().KeyValueStores("ns").Update(context.Background(), k, metav1.UpdateOptions{})
-			require.NoError(t, err)
-			f.deleteStore(kvs)
-			hold(f, kvs)
-			require.NoError(t, f.kube.CoreV1().Services("ns").Delete(context.Background(), kvs.Name, metav1.DeleteOptions{}))
-			require.NoError(t, f.kubeInf.Core().V1().Services().Informer().GetIndexer().Delete(
-				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: kvs.Name, Namespace: kvs.Namespace}}))
-			kube, _ := f.passes(kvs, 4)
-			assert.Contains(t, kube, "patch statefulsets s")
+			assert.Contains(t, f.deleteDuringBackup(kvs, true, hold), "patch statefulsets s")
 		})
 	}
 }

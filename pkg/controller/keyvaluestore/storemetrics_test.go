@@ -65,29 +65,29 @@ kvstore_store_status_phase{name="ready",namespace="ns",phase="Ready"} 1
 // too (found by review: only the success was).
 func TestAnAttemptEndedWithoutSpecBackupIsCounted(t *testing.T) {
 	registerMetrics()
-	failed := func() float64 {
-		v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), "failed"))
-		require.NoError(t, err)
-		return v
-	}
-	before := failed()
+	before := manualAttempts(t, "failed")
 	f, kvs, _ := runningBackup(t)
 	f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
 	f.finishJob("b-1", batchv1.JobFailed)
 	f.passes(kvs, 2)
 	assert.Equal(t, v1alpha1.BackupPhaseFailed, f.backup("b").Status.Phase)
-	assert.Equal(t, before+1, failed())
+	assert.Equal(t, before+1, manualAttempts(t, "failed"))
+}
+
+// manualAttempts is the count of Manual backups' attempts that ended with
+// result.
+func manualAttempts(t *testing.T, result string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), result))
+	require.NoError(t, err)
+	return v
 }
 
 // Each backup attempt's end is counted once, by the backup's reason and
 // result, however often the store is synced.
 func TestBackupAttemptsAreCountedOnce(t *testing.T) {
 	registerMetrics() // unregistered, component-base metrics count nothing
-	count := func(result string) float64 {
-		v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), result))
-		require.NoError(t, err)
-		return v
-	}
+	count := func(result string) float64 { return manualAttempts(t, result) }
 	failed, succeeded := count("failed"), count("succeeded")
 	kvs := newStore(withBackup)
 	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
@@ -112,12 +112,7 @@ func TestBackupAttemptsAreCountedOnce(t *testing.T) {
 // attempt starts (found by review: it went uncounted and untold).
 func TestABackupAttemptFailedWhileNoneLedIsCounted(t *testing.T) {
 	registerMetrics()
-	failed := func() float64 {
-		v, err := testutil.GetCounterMetricValue(backupAttempts.WithLabelValues(string(v1alpha1.BackupReasonManual), "failed"))
-		require.NoError(t, err)
-		return v
-	}
-	before := failed()
+	before := manualAttempts(t, "failed")
 	kvs := newStore(withBackup)
 	f := newFixture(t, kvs, newBackup("b", v1alpha1.BackupReasonManual))
 	_, err := f.sync(kvs)
@@ -129,13 +124,13 @@ func TestABackupAttemptFailedWhileNoneLedIsCounted(t *testing.T) {
 	require.NoError(t, err)
 	kube, _ := f.writes()
 	assert.Contains(t, kube, "apply jobs b-2", "the next attempt starts at once")
-	assert.Equal(t, before+1, failed())
+	assert.Equal(t, before+1, manualAttempts(t, "failed"))
 	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning AttemptFailed attempt 1 failed")
 
 	f.refreshCache("ns")
 	_, err = f.sync(f.stored(kvs))
 	require.NoError(t, err)
-	assert.Equal(t, before+1, failed(), "once")
+	assert.Equal(t, before+1, manualAttempts(t, "failed"), "once")
 }
 
 // The stores are reported from a controller's cache while it runs, from
