@@ -311,7 +311,7 @@ func (c *Controller) otherBackupJobRunning(kvs *v1alpha1.KeyValueStore, b *v1alp
 		return nil, fmt.Errorf("list backup Jobs: %w", err)
 	}
 	for _, j := range jobs {
-		if (b == nil || !metav1.IsControlledBy(j, b)) && mayRun(j) {
+		if !metav1.IsControlledBy(j, b) && mayRun(j) {
 			return j, nil
 		}
 	}
