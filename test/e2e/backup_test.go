@@ -176,6 +176,46 @@ func TestBackupWhoseJobIsDeletedIsRetried(t *testing.T) {
 	assert.Contains(t, events.Items[0].Message, "was deleted")
 }
 
+// A store deleted with its Final backup skipped while a Manual backup
+// runs keeps its data tier, and its claims, until the real job controller
+// ends that backup's Job (its activeDeadlineSeconds here); the backup
+// then ends Failed without another attempt, and the teardown finishes.
+func TestTeardownWaitsForARunningBackup(t *testing.T) {
+	ctx := context.Background()
+	kube, kvs := clients(t)
+	ns := namespace(t)
+	obj := store("held", 1)
+	obj.Annotations = map[string]string{v1alpha1.SkipFinalBackupAnnotation: "true"}
+	obj.Spec.Backup = &v1alpha1.BackupSpec{Image: backupImageHang, ActiveDeadlineSeconds: ptr.To[int64](15)}
+	obj.Spec.PersistentVolumeClaimRetentionPolicy = &v1alpha1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: v1alpha1.DeletePersistentVolumeClaimRetentionPolicyType}
+	_, err := kvs.KvstoreV1alpha1().KeyValueStores(ns).Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitStore(t, kvs, ns, "held", "Ready", isReady)
+	_, err = kvs.KvstoreV1alpha1().KeyValueStoreBackups(ns).Create(ctx, manualBackup("b", "held"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	running := waitBackup(t, kvs, ns, "b", v1alpha1.BackupPhaseRunning)
+
+	require.NoError(t, kvs.KvstoreV1alpha1().KeyValueStores(ns).Delete(ctx, "held", metav1.DeleteOptions{}))
+	waitStore(t, kvs, ns, "held", "waiting for the backup at the data tier", func(k *v1alpha1.KeyValueStore) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, v1alpha1.ConditionProgressing)
+		return c != nil && c.Reason == "TeardownScaleDownData" && strings.Contains(c.Message, "backup Job "+running.Status.JobName+" still reads the data")
+	})
+	job, err := kube.BatchV1().Jobs(ns).Get(ctx, running.Status.JobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.False(t, jobComplete(job) || slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool { return c.Type == batchv1.JobFailed }),
+		"the Job still runs")
+	sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "held", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), ptr.Deref(sts.Spec.Replicas, 0), "not scaled down under the backup")
+	_, err = kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-held-0", metav1.GetOptions{})
+	require.NoError(t, err, "the claim stays while the backup may still succeed")
+
+	waitGone(t, kvs, ns, "held")
+	b := waitBackup(t, kvs, ns, "b", v1alpha1.BackupPhaseFailed)
+	assert.Equal(t, int32(1), b.Status.Attempts, "no other attempt against a store being torn down")
+	assert.Contains(t, []string{"StoreDeleted", "StoreNotFound"}, meta.FindStatusCondition(b.Status.Conditions, "Failed").Reason)
+}
+
 func TestBackupThatCannotRunFails(t *testing.T) {
 	ctx := context.Background()
 	_, kvs := clients(t)
