@@ -216,9 +216,15 @@ func cannotRun(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBackup) (re
 	case kvs.Spec.Backup == nil:
 		return ReasonBackupNotConfigured, fmt.Sprintf("KeyValueStore %s has no spec.backup: nothing says how to back it up", kvs.Name)
 	case kvs.DeletionTimestamp != nil && !teardownsOwn(kvs, b) && b.Status.Attempts == 0:
-		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
+		return ReasonStoreDeleted, storeDeletedMessage(kvs)
 	}
 	return "", ""
+}
+
+// storeDeletedMessage says why no Manual or Scheduled backup runs for kvs,
+// which is being deleted.
+func storeDeletedMessage(kvs *v1alpha1.KeyValueStore) string {
+	return fmt.Sprintf("KeyValueStore %s is being deleted; only its teardown's Final backup runs now (none if skipped)", kvs.Name)
 }
 
 // takenForAnother says b was taken for another store than kvs, an earlier
@@ -345,7 +351,7 @@ func (c *Controller) backupJobOf(ctx context.Context, kvs *v1alpha1.KeyValueStor
 		return nil, fmt.Errorf("get backup Job %s: %w", name, err)
 	}
 	if !metav1.IsControlledBy(job, b) {
-		return nil, &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: name, holder: holder(job)}
+		return nil, jobOfAnotherError(b, job)
 	}
 	// Found on the server only: one that lost its label is never seen in
 	// the cache again, nor its end, unless it gets it back.
@@ -412,7 +418,7 @@ func endsAfterFailure(kvs *v1alpha1.KeyValueStore, b *v1alpha1.KeyValueStoreBack
 	case b.DeletionTimestamp != nil:
 		return ReasonBackupDeleted, "the backup is being deleted"
 	case kvs != nil && kvs.DeletionTimestamp != nil && !teardownsOwn(kvs, b):
-		return ReasonStoreDeleted, fmt.Sprintf("KeyValueStore %s is being deleted; its Final backup is taken instead", kvs.Name)
+		return ReasonStoreDeleted, storeDeletedMessage(kvs)
 	}
 	return "", ""
 }
@@ -612,7 +618,19 @@ func (c *Controller) jobInTheWay(ctx context.Context, b *v1alpha1.KeyValueStoreB
 		ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == b.Name && ref.UID != b.UID {
 		return nil, errJobGoing
 	}
-	return nil, &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: name, holder: holder(job)}
+	return nil, jobOfAnotherError(b, job)
+}
+
+// jobOfAnotherError: the Job with the name of b's attempt is not b's. Its
+// labels may be the store's (a backup deleted with --cascade=orphan left
+// it): what is missing is b's control, and the way on is deleting it.
+func jobOfAnotherError(b *v1alpha1.KeyValueStoreBackup, job *batchv1.Job) *objectInTheWayError {
+	held := "has no controller (its backup deleted with --cascade=orphan, or made by hand)"
+	if ref := metav1.GetControllerOfNoCopy(job); ref != nil {
+		held = fmt.Sprintf("is controlled by %s %s, uid %s", ref.Kind, ref.Name, ref.UID)
+	}
+	return &objectInTheWayError{kind: "Job", namespace: b.Namespace, name: job.Name,
+		problem: fmt.Sprintf("is not KeyValueStoreBackup %s's (uid %s): it %s; delete it, and the backup runs", b.Name, b.UID, held)}
 }
 
 // jobNotStarted records why the attempt's Job is not there to be started:

@@ -393,6 +393,11 @@ func TestBackupWhoseJobCannotBeCreated(t *testing.T) {
 		require.NoError(t, err)
 		b := f.backup("s-bootstrap")
 		assertFailedFor(t, b, ReasonJobInTheWay, "s-bootstrap-1")
+		// What is missing is the backup's control, and the way on is
+		// deleting the Job (found by live review: it said the Job lacked
+		// the store's labels, which it had, and to rename the store).
+		assert.Contains(t, b.Status.Message, "is not KeyValueStoreBackup s-bootstrap's (uid ")
+		assert.Contains(t, b.Status.Message, "it is controlled by KeyValueStore s, uid uid-1; delete it, and the backup runs")
 		f.refreshCache("ns")
 		_, err = f.sync(f.stored(kvs))
 		require.NoError(t, err)
@@ -587,6 +592,9 @@ func TestABackupOfAStoreBeingDeletedStartsNoOtherAttempt(t *testing.T) {
 	b := f.backup("b")
 	assert.Equal(t, v1alpha1.BackupPhaseFailed, b.Status.Phase)
 	assert.Equal(t, ReasonStoreDeleted, meta.FindStatusCondition(b.Status.Conditions, BackupConditionFailed).Reason)
+	// Not "its Final backup is taken instead": none is when it is skipped
+	// (found by live review).
+	assert.Contains(t, b.Status.Message, "only its teardown's Final backup runs now (none if skipped)")
 }
 
 // A store deleted with its Final backup skipped while a Manual backup runs
@@ -636,6 +644,7 @@ func (f *fixture) assertDataTierWaitsForB1(kvs *v1alpha1.KeyValueStore) {
 	require.NotNil(f.t, c)
 	assert.Equal(f.t, StepScaleDownData, c.Reason, "waits at the data tier: %s", c.Message)
 	assert.Contains(f.t, c.Message, "backup Job b-1 still reads the data")
+	assert.Contains(f.t, c.Message, "or until its backup is deleted (kubectl delete kvsbackup ", "the way on (found by live review)")
 }
 
 // What may still read the data holds the data tier (found by review of

@@ -383,7 +383,7 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 			if err != nil {
 				return stepWait{}, err
 			}
-			return stepWait{message: "backup Job " + j.Name + " still reads the data; the data tier stays until it finishes", after: waitFallback}, nil
+			return stepWait{message: backupReadingMessage(j), after: waitFallback}, nil
 		}
 		if err := scaleToZero(ctx, t.c.kube.AppsV1().StatefulSets(t.kvs.Namespace).Patch, sts.Name, sts.UID); err != nil {
 			return stepWait{}, fmt.Errorf("scale StatefulSet %s/%s to 0: %w", t.kvs.Namespace, sts.Name, err)
@@ -400,6 +400,16 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 		}
 	}
 	return t.waitForPods(ComponentData)
+}
+
+// backupReadingMessage says which backup the data tier waits for, and
+// what ends the wait.
+func backupReadingMessage(j *batchv1.Job) string {
+	msg := "backup Job " + j.Name + " still reads the data; the data tier stays until it ends (after its activeDeadlineSeconds at the latest)"
+	if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" {
+		msg += fmt.Sprintf(", or until its backup is deleted (kubectl delete kvsbackup %s)", ref.Name)
+	}
+	return msg
 }
 
 // backupReadingData is a backup Job of the store whose Pod may read the
