@@ -147,14 +147,15 @@ func (t *teardownRun) dataTierDown(ctx context.Context) (string, error) {
 }
 
 // bootstrapUnfinished: teardown stopped the bootstrap partway (or before it
-// began), or it had failed for good before clients got the store (see
-// failedBeforeClients). The data is then a partial restore no client has
-// written to (the client Service comes only after the bootstrap), and a
-// backup of it would be recorded Completed. A bootstrap Job that completed
-// counts as done, recorded or not: its success may have been lost to the
-// deletion's conflict after the client Service was created.
+// began). The data is then a partial restore no client has written to (the
+// client Service comes only after the bootstrap), and a backup of it would
+// be recorded Completed. A bootstrap Job that completed counts as done,
+// recorded or not: its success may have been lost to the deletion's
+// conflict after the client Service was created. A bootstrap that failed
+// for good is not unfinished: a store of an earlier release had its client
+// Service before its bootstrap, and clients may have written.
 func (t *teardownRun) bootstrapUnfinished() (bool, error) {
-	if !bootstrapUndecided(t.kvs) && !failedBeforeClients(t.kvs) {
+	if !bootstrapUndecided(t.kvs) {
 		return false, nil
 	}
 	jobs, err := t.c.bootstrapJobs(t.kvs)

@@ -644,14 +644,14 @@ func (f *fixture) assertDataTierWaitsForB1(kvs *v1alpha1.KeyValueStore) {
 	require.NotNil(f.t, c)
 	assert.Equal(f.t, StepScaleDownData, c.Reason, "waits at the data tier: %s", c.Message)
 	assert.Contains(f.t, c.Message, "backup Job b-1 still reads the data")
-	assert.Contains(f.t, c.Message, "or until its backup is deleted (kubectl delete kvsbackup ", "the way on (found by live review)")
+	assert.Contains(f.t, c.Message, "or until its backup is gone (kubectl delete kvsbackup ", "the way on (found by live review)")
 }
 
 // What may still read the data holds the data tier (found by review of
 // the rule below): the Final backup's own Job when spec.backup was removed
 // (not skipped) during the teardown, and a Job whose Pod is unschedulable
-// for now (the scale-down would free what it waits for, and it would then
-// run against no replica).
+// or refused by a quota for now (the scale-down would free what it waits
+// for, and it would then run against no replica).
 func TestTeardownKeepsTheDataTierForWhatMayStillRead(t *testing.T) {
 	for name, hold := range map[string]func(f *fixture, kvs *v1alpha1.KeyValueStore){
 		"the Final backup's own, spec.backup removed": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
@@ -660,6 +660,13 @@ func TestTeardownKeepsTheDataTierForWhatMayStillRead(t *testing.T) {
 			_, err := f.kube.BatchV1().Jobs("ns").Update(context.Background(), job, metav1.UpdateOptions{})
 			require.NoError(f.t, err)
 			f.changeSpec(kvs, func(s *v1alpha1.KeyValueStoreSpec) { s.Backup = nil })
+		},
+		"a Pod refused by a quota for now": func(f *fixture, _ *v1alpha1.KeyValueStore) {
+			job := f.job("b-1")
+			job.Status.StartTime = ptr.To(metav1.NewTime(testNow))
+			job.Status.Active = 0
+			_, err := f.kube.BatchV1().Jobs("ns").UpdateStatus(context.Background(), job, metav1.UpdateOptions{})
+			require.NoError(f.t, err)
 		},
 		"a Pod unschedulable for now": func(f *fixture, kvs *v1alpha1.KeyValueStore) {
 			job := f.job("b-1")
@@ -677,7 +684,7 @@ func TestTeardownKeepsTheDataTierForWhatMayStillRead(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, kvs, _ := runningBackup(t)
-			kube := f.deleteDuringBackup(kvs, name == "a Pod unschedulable for now", hold)
+			kube := f.deleteDuringBackup(kvs, strings.HasSuffix(name, "for now"), hold)
 			assert.NotContains(t, kube, "patch statefulsets s")
 			f.assertDataTierWaitsForB1(kvs)
 		})

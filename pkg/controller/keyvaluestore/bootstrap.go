@@ -380,23 +380,12 @@ func sourceFailed(kvs *v1alpha1.KeyValueStore, cond func(metav1.ConditionStatus,
 
 // bootstrapAgain is how to run a failed bootstrap again: a store created
 // again on the claims its teardown keeps (whenDeleted Retain) is refused
-// the bootstrap, since they may hold data (ClaimsHoldData). The client
-// Service never selected them: it waits for the bootstrap.
-// They are named by the store's UID: a name prefix would also match
-// another store's (data-cache-eu-0 for data-cache-*).
+// the bootstrap, since they may hold data (ClaimsHoldData). They are named
+// by the store's UID: a name prefix would also match another store's
+// (data-cache-eu-0 for data-cache-*).
 func bootstrapAgain(kvs *v1alpha1.KeyValueStore) string {
-	return fmt.Sprintf("to try again, delete the store, then its claims (kubectl delete pvc -n %s -l %s=%s; kept unless whenDeleted is Delete; "+
-		"no client reached them through the store's Service), and create it again", kvs.Namespace, LabelStoreUID, kvs.UID)
-}
-
-// failedBeforeClients: the bootstrap failed for good in a way whose
-// message says to delete the store and its claims (bootstrapAgain), before
-// the client Service was created: its data holds no client's writes.
-// ClaimsHoldData and BootstrapJobLost are not: their claims may.
-func failedBeforeClients(kvs *v1alpha1.KeyValueStore) bool {
-	c := meta.FindStatusCondition(kvs.Status.Conditions, v1alpha1.ConditionBootstrapped)
-	return kvs.Spec.Bootstrap != nil && c != nil && c.Status == metav1.ConditionFalse &&
-		slices.Contains([]string{ReasonBootstrapFailed, ReasonBackupNotFound, ReasonBackupNotCompleted, ReasonBackupReplaced}, c.Reason)
+	return fmt.Sprintf("to try again, delete the store, then its claims (kubectl delete pvc -n %s -l %s=%s; kept unless whenDeleted is Delete), and create it again",
+		kvs.Namespace, LabelStoreUID, kvs.UID)
 }
 
 // heldByUs: attempt 1's Job as startBootstrap created it, suspended and

@@ -407,18 +407,19 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 func backupReadingMessage(j *batchv1.Job) string {
 	msg := "backup Job " + j.Name + " still reads the data; the data tier stays until it ends (after its activeDeadlineSeconds at the latest)"
 	if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" {
-		msg += fmt.Sprintf(", or until its backup is deleted (kubectl delete kvsbackup %s)", ref.Name)
+		msg += fmt.Sprintf(", or until its backup is gone (kubectl delete kvsbackup %s)", ref.Name)
 	}
 	return msg
 }
 
 // backupReadingData is a backup Job of the store whose Pod may read the
-// data (nil if none): one whose Pod runs or is about to (also one that
-// cannot start for now: the scale-down may free what it waits for), not
-// one whose Pod only terminates (its Node gone, say), nor the Final
-// backup's own once the user skipped it, nor any in a namespace being
-// deleted (the namespace controller removes them). A Job is waited for at
-// most its activeDeadlineSeconds; deleting its backup ends the wait.
+// data (nil if none): one not decided yet, whose Pod runs or may (also one
+// whose Pod cannot start or be created for now: the scale-down may free
+// what it waits for). Not one decided whose Pod only terminates (its Node
+// gone, say), suspended or being deleted, nor the Final backup's own once
+// the user skipped it, nor any in a namespace being deleted (the namespace
+// controller removes them). The job controller decides a Job after its
+// activeDeadlineSeconds at the latest; its backup gone, it goes too.
 func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
 	if t.terminating() {
 		return nil, nil
@@ -432,8 +433,7 @@ func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
 		if ref := metav1.GetControllerOfNoCopy(j); skipped && ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == final {
 			continue
 		}
-		fresh := j.Status.StartTime == nil && j.DeletionTimestamp == nil && !ptr.Deref(j.Spec.Suspend, false)
-		if jobDecided(j) || j.Status.Active == 0 && !fresh {
+		if jobDecided(j) || ptr.Deref(j.Spec.Suspend, false) || j.DeletionTimestamp != nil {
 			continue
 		}
 		return j, nil
