@@ -178,8 +178,6 @@ func (c *Controller) syncBackups(ctx context.Context, namespace, store string, k
 func (c *Controller) endStartedAttempt(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, reason, msg string) error {
 	attempt := int(b.Status.Attempts)
 	job, err := c.jobKind.get(ctx, b.Namespace, backupJobName(b, attempt))
-	// The attempt's end is counted here unless it was recorded already
-	// (failBackup's reason is not an attempt's).
 	unrecorded := !attemptFailureRecorded(b, c.attemptFailedAt(b))
 	switch {
 	case apierrors.IsNotFound(err):
@@ -194,6 +192,13 @@ func (c *Controller) endStartedAttempt(ctx context.Context, b *v1alpha1.KeyValue
 		unrecorded = !attemptFailureRecorded(b, jobFailedAt(job))
 		msg += fmt.Sprintf("; attempt %d failed (%s, Job %s) and no other starts", attempt, jobFailureReason(job), job.Name)
 	}
+	return c.failAfterAttempt(ctx, b, reason, msg, unrecorded)
+}
+
+// failAfterAttempt fails b for good, with a reason that is not an
+// attempt's, once its current attempt failed: that attempt's end is
+// counted here unless it was recorded (and counted) already.
+func (c *Controller) failAfterAttempt(ctx context.Context, b *v1alpha1.KeyValueStoreBackup, reason, msg string, unrecorded bool) error {
 	if err := c.failBackup(ctx, b, reason, msg); err != nil {
 		return err
 	}
@@ -373,13 +378,7 @@ func (c *Controller) afterFailedAttempt(ctx context.Context, kvs *v1alpha1.KeyVa
 	// write into what a finalizer removes), nor for a Manual or Scheduled
 	// one of a store being torn down (its replicas may be gone): it ends.
 	if endReason, end := endsAfterFailure(kvs, b); endReason != "" {
-		if err := c.failBackup(ctx, b, endReason, fmt.Sprintf("attempt %d failed (%s); no other starts: %s", attempt, why, end)); err != nil {
-			return result{}, err
-		}
-		if !recorded {
-			observeBackupAttempt(b.Spec.Reason, false)
-		}
-		return result{}, nil
+		return result{}, c.failAfterAttempt(ctx, b, endReason, fmt.Sprintf("attempt %d failed (%s); no other starts: %s", attempt, why, end), !recorded)
 	}
 	record := func() error {
 		return c.updateBackupStatus(ctx, b, func(st *v1alpha1.KeyValueStoreBackupStatus) {

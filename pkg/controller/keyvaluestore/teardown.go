@@ -406,10 +406,19 @@ func (t *teardownRun) scaleDownData(ctx context.Context) (stepWait, error) {
 // what ends the wait.
 func backupReadingMessage(j *batchv1.Job) string {
 	msg := "backup Job " + j.Name + " still reads the data; the data tier stays until it ends (after its activeDeadlineSeconds at the latest)"
-	if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" {
-		msg += fmt.Sprintf(", or until its backup is gone (kubectl delete kvsbackup %s)", ref.Name)
+	if backup := backupOfJob(j); backup != "" {
+		msg += fmt.Sprintf(", or until its backup is gone (kubectl delete kvsbackup %s)", backup)
 	}
 	return msg
+}
+
+// backupOfJob is the name of the KeyValueStoreBackup that controls j, ""
+// if none does.
+func backupOfJob(j *batchv1.Job) string {
+	if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "KeyValueStoreBackup" {
+		return ref.Name
+	}
+	return ""
 }
 
 // backupReadingData is a backup Job of the store whose Pod may read the
@@ -430,7 +439,7 @@ func (t *teardownRun) backupReadingData() (*batchv1.Job, error) {
 	}
 	final, skipped := finalBackupName(t.kvs), t.kvs.Annotations[v1alpha1.SkipFinalBackupAnnotation] == "true"
 	for _, j := range jobs {
-		if ref := metav1.GetControllerOfNoCopy(j); skipped && ref != nil && ref.Kind == "KeyValueStoreBackup" && ref.Name == final {
+		if skipped && backupOfJob(j) == final {
 			continue
 		}
 		if jobDecided(j) || ptr.Deref(j.Spec.Suspend, false) || j.DeletionTimestamp != nil {
